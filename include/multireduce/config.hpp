@@ -1,0 +1,33 @@
+// multireduce: GPU reductions and the multi-reduction pattern.
+// config.hpp -- portability macros shared by host (.hpp) and device (.cuh) code.
+#pragma once
+
+#if defined(__CUDACC__)
+/// Marks a function callable from host and device code.
+#define MULTIREDUCE_HOST_DEVICE __host__ __device__
+#define MULTIREDUCE_FORCEINLINE __forceinline__
+#else
+#define MULTIREDUCE_HOST_DEVICE
+#define MULTIREDUCE_FORCEINLINE inline
+#endif
+
+/// Unrolls the next loop fully: device code needs compile-time register indices. (Only in the
+/// device pass: host compilers do not know the pragma.)
+#if defined(__CUDA_ARCH__)
+#define MULTIREDUCE_UNROLL _Pragma("unroll")
+#else
+#define MULTIREDUCE_UNROLL
+#endif
+
+/// True when the CUDA half and bfloat16 types can be used (the toolkit headers are reachable).
+#if __has_include(<cuda_fp16.h>) && __has_include(<cuda_bf16.h>)
+#define MULTIREDUCE_HAS_CUDA_FP16 1
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#else
+#define MULTIREDUCE_HAS_CUDA_FP16 0
+#endif
+
+#define MULTIREDUCE_VERSION_MAJOR 0
+#define MULTIREDUCE_VERSION_MINOR 1
+#define MULTIREDUCE_VERSION_PATCH 0

@@ -1,0 +1,149 @@
+// trace.cpp -- runs a multi-reduction on the emulator with symbolic values and prints, after every
+// operator application and merge, which partial reduction each lane holds: "a0..3" is batch a
+// reduced over lanes 0..3, as in the tables of Parker & MacKinnon.
+#include "trace.hpp"
+
+#include <fmt/core.h>
+
+#include <cstdint>
+#include <multireduce/host_warp.hpp>
+#include <multireduce/multireduce.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace multireduce::cli {
+
+namespace {
+
+/// A symbolic partial reduction: batch `batch` over lanes lo..hi; batch < 0: a mix (a bug, or a
+/// register whose value nobody reads).
+struct partial {
+  std::int16_t batch, lo, hi, unused;
+};
+
+/// Joins two adjacent ranges of the same batch; anything else is a mix.
+struct join_ranges {
+  static constexpr bool commutative = true;
+  partial operator()(const partial& x, const partial& y) const {
+    if (x.batch >= 0 && x.batch == y.batch) {
+      if (x.hi + 1 == y.lo) return {x.batch, x.lo, y.hi, 0};
+      if (y.hi + 1 == x.lo) return {x.batch, y.lo, x.hi, 0};
+    }
+    return {-1, 0, 0, 0};
+  }
+};
+
+std::string to_trace_string(const partial& p) {
+  if (p.batch < 0) return "?";
+  const std::string name = p.batch < 26 ? std::string(1, char('a' + p.batch)) : "b" + std::to_string(p.batch) + ":";
+  return p.lo == p.hi ? fmt::format("{}{}", name, p.lo) : fmt::format("{}{}..{}", name, p.lo, p.hi);
+}
+
+constexpr int trace_batches[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 32, 64};
+constexpr int trace_widths[] = {2, 4, 8, 16, 32};
+constexpr multi_reduce_algorithm trace_algorithms[] = {
+    multi_reduce_algorithm::butterfly, multi_reduce_algorithm::select_merge, multi_reduce_algorithm::swap,
+    multi_reduce_algorithm::order_preserving, multi_reduce_algorithm::shared_exchange};
+
+template <multi_reduce_algorithm A, int Batches, int W>
+void run_symbolic(host_block& block, std::vector<std::vector<std::string>>& results) {
+  constexpr int R = results_per_lane<Batches, W>;
+  warp_exchange_storage<partial, 32> storage;
+  block.run([&](host_lane& lane) {
+    const int logical = lane.id() % W;
+    array<partial, Batches> values;
+    for (int b = 0; b < Batches; ++b)
+      values[b] = partial{static_cast<std::int16_t>(b), static_cast<std::int16_t>(logical),
+                          static_cast<std::int16_t>(logical), 0};
+    array<partial, R> r;
+    if constexpr (A == multi_reduce_algorithm::shared_exchange) r = warp_multi_reduce<Batches, W>(lane, values, join_ranges{}, storage);
+    else r = warp_multi_reduce<Batches, W, A>(lane, values, join_ranges{});
+    for (int j = 0; j < R; ++j) results[static_cast<std::size_t>(lane.id())].push_back(to_trace_string(r[j]));
+  });
+}
+
+// Finds the instantiation for the run-time choice and runs it.
+bool dispatch(const trace_options& o, host_block& block, std::vector<std::vector<std::string>>& results) {
+  bool found = false;
+  detail::for_each_index<std::size(trace_algorithms)>([&](auto ai) {
+    constexpr auto A = trace_algorithms[decltype(ai)::value];
+    if (A != o.algorithm) return;
+    detail::for_each_index<std::size(trace_batches)>([&](auto bi) {
+      constexpr int B = trace_batches[decltype(bi)::value];
+      if (B != o.batches) return;
+      detail::for_each_index<std::size(trace_widths)>([&](auto wi) {
+        constexpr int W = trace_widths[decltype(wi)::value];
+        if (W != o.width) return;
+        run_symbolic<A, B, W>(block, results);
+        found = true;
+      });
+    });
+  });
+  return found;
+}
+
+}  // namespace
+
+bool trace_supported(int batches, int width) {
+  bool b = false, w = false;
+  for (int x : trace_batches) b = b || x == batches;
+  for (int x : trace_widths) w = w || x == width;
+  return b && w;
+}
+
+int run_trace(const trace_options& o) {
+  if (!trace_supported(o.batches, o.width)) {
+    fmt::print(stderr, "multireduce trace: --batches must be 1..16, 32 or 64 and --width 2, 4, 8, 16 or 32\n");
+    return 2;
+  }
+  host_block block(32, 1);
+  block.set_tracing(true);
+  std::vector<std::vector<std::string>> results(32);
+  dispatch(o, block, results);
+
+  // Group the events by lane; the code is uniform, so every lane has the same sequence.
+  std::vector<std::vector<const trace_event*>> by_lane(32);
+  for (const auto& e : block.trace()) by_lane[static_cast<std::size_t>(e.thread)].push_back(&e);
+  const int lanes = o.width;
+  const std::size_t steps = by_lane[0].size();
+
+  fmt::print("multireduce trace: {} batches, {} on a logical warp of {} lanes\n", o.batches, to_string(o.algorithm), o.width);
+  fmt::print("Each cell: the partial reduction the lane holds after the step; a0..3 = batch a over lanes 0..3, ? = mixed/unused.\n\n");
+  constexpr int cell = 9;
+  fmt::print("{:>4} {:<22}", "step", "operation");
+  for (int l = 0; l < lanes; ++l) fmt::print("{:>{}}", fmt::format("lane {}", l), cell);
+  fmt::print("\n");
+  fmt::print("{:>4} {:<22}", "", "input");
+  for (int l = 0; l < lanes; ++l) {
+    std::string in = o.batches <= 4 ? "" : fmt::format("{}..", to_trace_string(partial{0, static_cast<std::int16_t>(l), static_cast<std::int16_t>(l), 0}));
+    if (o.batches <= 4)
+      for (int b = 0; b < o.batches; ++b) in += (b ? "," : "") + to_trace_string(partial{static_cast<std::int16_t>(b), static_cast<std::int16_t>(l), static_cast<std::int16_t>(l), 0});
+    fmt::print("{:>{}}", in, cell);
+  }
+  fmt::print("\n");
+  for (std::size_t s = 0; s < steps; ++s) {
+    const trace_event& first = *by_lane[0][s];
+    const std::string what = first.what == trace_event::kind::op
+                                 ? (first.after.empty() ? std::string("op (shared memory)") : "op after " + first.after)
+                                 : std::string("select (merge/swap)");
+    fmt::print("{:>4} {:<22}", s + 1, what);
+    for (int l = 0; l < lanes; ++l) {
+      const auto& lane_events = by_lane[static_cast<std::size_t>(l)];
+      fmt::print("{:>{}}", s < lane_events.size() ? lane_events[s]->value : "", cell);
+    }
+    fmt::print("\n");
+  }
+  fmt::print("{:>4} {:<22}", "", "result");
+  for (int l = 0; l < lanes; ++l) {
+    std::string r;
+    for (const auto& x : results[static_cast<std::size_t>(l)]) r += (r.empty() ? "" : ",") + x;
+    fmt::print("{:>{}}", r, cell);
+  }
+  const auto& c = block.counts(0);
+  fmt::print("\n\nper warp: {} shuffles, {} operator applications, {} selects, {} warp syncs\n", c.shuffles,
+             c.operator_applications, c.selects, c.syncs);
+  return 0;
+}
+
+}  // namespace multireduce::cli

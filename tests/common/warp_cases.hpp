@@ -1,0 +1,296 @@
+// Test bodies for the warp and block primitives, written once and run by a Runner: the host
+// emulator (tests/host) or a CUDA kernel (tests/cuda). A body reads thread t's inputs at
+// in[t * per_thread ...] and writes its outputs at out[t * outputs ...]; the checks compare every
+// output a lane is documented to hold against a sequential fold. Outputs are poisoned first.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <multireduce/multireduce.hpp>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "test_values.hpp"
+
+namespace mr_test {
+
+using namespace multireduce;
+using algo = multi_reduce_algorithm;
+
+/// Shared memory every body may use (bytes); the runners provide it, 16-byte aligned.
+inline constexpr std::size_t shared_bytes = 48 * 1024;
+
+// ---------------------------------------------------------------------------------------------
+// Bodies
+
+template <class T, class Op, int Batches, int W, algo A, result_layout L>
+struct warp_multi_reduce_body {
+  const T* in;
+  T* out;
+  template <class Lane>
+  MULTIREDUCE_HOST_DEVICE void operator()(Lane& lane, unsigned char* shared) const {
+    const int t = lane.thread_rank();
+    array<T, Batches> v;
+MULTIREDUCE_UNROLL
+    for (int b = 0; b < Batches; ++b) v[b] = in[t * Batches + b];
+    constexpr int R = results_per_lane<Batches, W>;
+    array<T, R> r;
+    if constexpr (A == algo::shared_exchange) {
+      auto* storage = reinterpret_cast<warp_exchange_storage<T, 64>*>(shared) + lane.warp_id();
+      r = warp_multi_reduce<Batches, W, L>(lane, v, Op{}, *storage);
+    } else {
+      r = warp_multi_reduce<Batches, W, A, L>(lane, v, Op{});
+    }
+MULTIREDUCE_UNROLL
+    for (int j = 0; j < R; ++j) out[t * R + j] = r[j];
+  }
+};
+
+template <class T, class Op, int W, int Mode>  // Mode 0: warp_reduce, 1: all-reduce, 2: partial
+struct warp_reduce_body {
+  const T* in;
+  T* out;
+  template <class Lane>
+  MULTIREDUCE_HOST_DEVICE void operator()(Lane& lane, unsigned char*) const {
+    const int t = lane.thread_rank();
+    if constexpr (Mode == 0) out[t] = warp_reduce<W>(lane, in[t], Op{});
+    else if constexpr (Mode == 1) out[t] = warp_all_reduce<W>(lane, in[t], Op{});
+    else out[t] = warp_reduce<W>(lane, in[t], Op{}, W / 2 + 1 < W ? W / 2 + 1 : W);
+  }
+};
+
+template <class T, class Op, int W, int Budget, int Streams>
+struct online_body {
+  const T* in;  // [thread][stream][step]
+  T* out;       // [thread][stream]
+  template <class Lane>
+  MULTIREDUCE_HOST_DEVICE void operator()(Lane& lane, unsigned char*) const {
+    const int t = lane.thread_rank();
+    online_multi_reducer<T, Op, W, Budget, Streams> reducer;
+    detail::for_each_index<W>([&](auto step) {
+      array<T, Streams> v;
+MULTIREDUCE_UNROLL
+      for (int s = 0; s < Streams; ++s) v[s] = in[(t * Streams + s) * W + decltype(step)::value];
+      reducer.template push<decltype(step)::value>(lane, v);
+    });
+MULTIREDUCE_UNROLL
+    for (int s = 0; s < Streams; ++s) out[t * Streams + s] = reducer.results()[s];
+  }
+};
+
+template <class T, class Op, int BlockThreads, int WarpThreads, bool All>
+struct block_reduce_body {
+  const T* in;
+  T* out;
+  template <class Lane>
+  MULTIREDUCE_HOST_DEVICE void operator()(Lane& lane, unsigned char* shared) const {
+    auto& storage = *reinterpret_cast<block_reduce_storage<T, BlockThreads, WarpThreads>*>(shared);
+    const int t = lane.thread_rank();
+    if constexpr (All) out[t] = block_all_reduce<BlockThreads, WarpThreads>(lane, in[t], Op{}, storage);
+    else out[t] = block_reduce<BlockThreads, WarpThreads>(lane, in[t], Op{}, storage);
+  }
+};
+
+template <class T, class Op, int Batches, int BlockThreads, algo A, int WarpThreads>
+struct block_multi_reduce_body {
+  const T* in;
+  T* out;
+  template <class Lane>
+  MULTIREDUCE_HOST_DEVICE void operator()(Lane& lane, unsigned char* shared) const {
+    using storage_t = block_multi_reduce_storage<T, Batches, BlockThreads, A, WarpThreads>;
+    static_assert(sizeof(storage_t) <= shared_bytes);
+    auto& storage = *reinterpret_cast<storage_t*>(shared);
+    const int t = lane.thread_rank();
+    array<T, Batches> v;
+MULTIREDUCE_UNROLL
+    for (int b = 0; b < Batches; ++b) v[b] = in[t * Batches + b];
+    constexpr int R = block_results_per_thread<Batches, BlockThreads>;
+    const auto r = block_multi_reduce<Batches, BlockThreads, A, WarpThreads>(lane, v, Op{}, storage);
+MULTIREDUCE_UNROLL
+    for (int j = 0; j < R; ++j) out[t * R + j] = r[j];
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Checks
+
+template <class T, class Op>
+T fold_lanes(const std::vector<T>& in, int per_thread, int first_thread, int lanes, int k) {
+  std::vector<T> xs;
+  for (int l = 0; l < lanes; ++l) xs.push_back(in[static_cast<std::size_t>((first_thread + l) * per_thread + k)]);
+  return reference_fold<T, Op>(xs);
+}
+
+inline std::string where(const char* what, std::uint64_t seed) {
+  return std::string(what) + " (seed " + std::to_string(seed) + ", base seed MULTIREDUCE_TEST_SEED=" +
+         std::to_string(base_seed()) + ")";
+}
+
+template <class T, class Op, int Batches, int W, algo A, result_layout L, class Runner>
+::testing::AssertionResult check_warp_multi_reduce(Runner& runner, int warp_size, int warps = 1) {
+  constexpr int R = results_per_lane<Batches, W>;
+  const int threads = warp_size * warps;
+  const std::uint64_t seed = base_seed() ^ (std::uint64_t(Batches) << 8) ^ (std::uint64_t(W) << 20) ^
+                             (std::uint64_t(A) << 28) ^ (std::uint64_t(L) << 32) ^ (std::uint64_t(warp_size) << 36);
+  const auto in = random_inputs<T, Op>(threads, Batches, W, seed);
+  std::vector<T> out(static_cast<std::size_t>(threads * (R > 0 ? R : 1)));
+  poison(out);
+  runner.template launch<warp_multi_reduce_body<T, Op, Batches, W, A, L>>(warp_size, threads, in, out);
+  const std::string context = "warp_multi_reduce<" + std::to_string(Batches) + ", " + std::to_string(W) + ", " +
+                              std::string(to_string(A)) + ", " + std::string(to_string(L)) + "> on a " +
+                              std::to_string(warp_size) + "-lane warp";
+  // Every batch must be held by its documented lane (the layout contract).
+  for (int b = 0; b < Batches; ++b) {
+    const int lane_of_b = L == result_layout::striped ? b % W : b / (R > 0 ? R : 1);
+    const int slot_of_b = L == result_layout::striped ? b / W : b % (R > 0 ? R : 1);
+    if (batch_in_lane(Batches, W, L, lane_of_b, slot_of_b) != b)
+      return ::testing::AssertionFailure() << context << ": batch " << b << " has no documented lane";
+  }
+  for (int t = 0; t < threads; ++t) {
+    const int logical = t % W, first = t - logical;
+    for (int j = 0; j < R; ++j) {
+      const int b = batch_in_lane(Batches, W, L, logical, j);
+      if (b < 0) continue;
+      const T expected = fold_lanes<T, Op>(in, Batches, first, W, b);
+      const T got = out[static_cast<std::size_t>(t * R + j)];
+      if (!same(got, expected))
+        return ::testing::AssertionFailure() << where(context.c_str(), seed) << ": lane " << t << " slot " << j
+                                             << " (batch " << b << ") = " << show(got) << ", expected " << show(expected);
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+template <class T, class Op, int W, int Mode, class Runner>
+::testing::AssertionResult check_warp_reduce(Runner& runner, int warp_size) {
+  const std::uint64_t seed = base_seed() ^ (std::uint64_t(W) << 12) ^ (std::uint64_t(Mode) << 24) ^ 0x77;
+  const auto in = random_inputs<T, Op>(warp_size, 1, W, seed);
+  std::vector<T> out(static_cast<std::size_t>(warp_size));
+  poison(out);
+  runner.template launch<warp_reduce_body<T, Op, W, Mode>>(warp_size, warp_size, in, out);
+  const int valid = Mode == 2 ? (W / 2 + 1 < W ? W / 2 + 1 : W) : W;
+  for (int t = 0; t < warp_size; ++t) {
+    const int logical = t % W;
+    if (Mode != 1 && logical != 0) continue;  // warp_reduce: the result is in logical lane 0
+    const T expected = fold_lanes<T, Op>(in, 1, t - logical, valid, 0);
+    if (!same(out[static_cast<std::size_t>(t)], expected))
+      return ::testing::AssertionFailure() << where("warp_reduce", seed) << " W=" << W << " mode " << Mode << " lane "
+                                           << t << ": " << show(out[static_cast<std::size_t>(t)]) << " != " << show(expected);
+  }
+  return ::testing::AssertionSuccess();
+}
+
+template <class T, class Op, int W, int Budget, int Streams, class Runner>
+::testing::AssertionResult check_online(Runner& runner, int warp_size) {
+  const std::uint64_t seed = base_seed() ^ (std::uint64_t(W) << 12) ^ (std::uint64_t(Budget) << 24) ^ (std::uint64_t(Streams) << 30);
+  const auto in = random_inputs<T, Op>(static_cast<std::size_t>(warp_size), static_cast<std::size_t>(Streams * W), W, seed);
+  std::vector<T> out(static_cast<std::size_t>(warp_size * Streams));
+  poison(out);
+  runner.template launch<online_body<T, Op, W, Budget, Streams>>(warp_size, warp_size, in, out);
+  for (int t = 0; t < warp_size; ++t) {
+    const int logical = t % W, first = t - logical;
+    for (int s = 0; s < Streams; ++s) {
+      std::vector<T> xs;  // step `logical` of stream s over the logical warp's lanes
+      for (int l = 0; l < W; ++l) xs.push_back(in[static_cast<std::size_t>(((first + l) * Streams + s) * W + logical)]);
+      const T expected = reference_fold<T, Op>(xs);
+      const T got = out[static_cast<std::size_t>(t * Streams + s)];
+      if (!same(got, expected))
+        return ::testing::AssertionFailure() << where("online_multi_reducer", seed) << " W=" << W << " budget " << Budget
+                                             << " streams " << Streams << " lane " << t << " stream " << s << ": "
+                                             << show(got) << " != " << show(expected);
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+template <class T, class Op, int BlockThreads, int WarpThreads, bool All, class Runner>
+::testing::AssertionResult check_block_reduce(Runner& runner) {
+  const std::uint64_t seed = base_seed() ^ (std::uint64_t(BlockThreads) << 12) ^ (std::uint64_t(All) << 24) ^ 0x5151;
+  const auto in = random_inputs<T, Op>(BlockThreads, 1, BlockThreads, seed);
+  std::vector<T> out(BlockThreads);
+  poison(out);
+  runner.template launch<block_reduce_body<T, Op, BlockThreads, WarpThreads, All>>(WarpThreads, BlockThreads, in, out);
+  const T expected = fold_lanes<T, Op>(in, 1, 0, BlockThreads, 0);
+  for (int t = 0; t < (All ? BlockThreads : 1); ++t)
+    if (!same(out[static_cast<std::size_t>(t)], expected))
+      return ::testing::AssertionFailure() << where("block_reduce", seed) << " threads " << BlockThreads << " thread " << t
+                                           << ": " << show(out[static_cast<std::size_t>(t)]) << " != " << show(expected);
+  return ::testing::AssertionSuccess();
+}
+
+template <class T, class Op, int Batches, int BlockThreads, algo A, int WarpThreads, class Runner>
+::testing::AssertionResult check_block_multi_reduce(Runner& runner) {
+  constexpr int R = block_results_per_thread<Batches, BlockThreads>;
+  const std::uint64_t seed = base_seed() ^ (std::uint64_t(Batches) << 12) ^ (std::uint64_t(BlockThreads) << 24) ^ (std::uint64_t(A) << 40);
+  const auto in = random_inputs<T, Op>(BlockThreads, Batches, BlockThreads, seed);
+  std::vector<T> out(static_cast<std::size_t>(BlockThreads * (R > 0 ? R : 1)));
+  poison(out);
+  runner.template launch<block_multi_reduce_body<T, Op, Batches, BlockThreads, A, WarpThreads>>(WarpThreads, BlockThreads, in, out);
+  for (int b = 0; b < Batches; ++b) {
+    const int t = b % BlockThreads, j = b / BlockThreads;
+    const T expected = fold_lanes<T, Op>(in, Batches, 0, BlockThreads, b);
+    const T got = out[static_cast<std::size_t>(t * R + j)];
+    if (!same(got, expected))
+      return ::testing::AssertionFailure() << where("block_multi_reduce", seed) << " " << to_string(A) << " Batches="
+                                           << Batches << " threads=" << BlockThreads << " batch " << b << ": " << show(got)
+                                           << " != " << show(expected);
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Grids
+
+/// Batches 0..33 and 64: the test grid.
+using all_batches = decltype([] {
+  return []<int... I>(std::integer_sequence<int, I...>) { return std::integer_sequence<int, I..., 64>{}; }(
+      std::make_integer_sequence<int, 34>{});
+}());
+
+/// Awkward batch counts for the cross-section of every type and operator.
+using some_batches = std::integer_sequence<int, 0, 1, 3, 5, 32, 33, 64>;
+
+template <class T, class Op, int W, algo A, result_layout L, class Runner, int... B>
+void expect_batches(Runner& runner, int warp_size, std::integer_sequence<int, B...>) {
+  auto expect = [](const ::testing::AssertionResult& r) { EXPECT_TRUE(r); };
+  (expect(check_warp_multi_reduce<T, Op, B, W, A, L>(runner, warp_size)), ...);
+}
+
+template <class T, class Op, int W, algo A>
+struct config {
+  using type = T;
+  using op = Op;
+  static constexpr int width = W;
+  static constexpr algo algorithm = A;
+};
+
+template <class T, class Op, int W>
+using configs_of_width = ::testing::Types<config<T, Op, W, algo::butterfly>, config<T, Op, W, algo::select_merge>,
+                                          config<T, Op, W, algo::swap>, config<T, Op, W, algo::order_preserving>,
+                                          config<T, Op, W, algo::shared_exchange>>;
+
+}  // namespace mr_test
+
+namespace mr_test {
+
+inline constexpr algo all_algorithms[] = {algo::butterfly, algo::select_merge, algo::swap, algo::order_preserving,
+                                          algo::shared_exchange};
+
+/// Every algorithm x logical warp size in Widths x the batch counts in Batches.
+template <class T, class Op, class Runner, class Batches, int... Widths>
+void expect_grid(Runner& runner, int warp_size, Batches batches, std::integer_sequence<int, Widths...>,
+                 result_layout layout = result_layout::striped) {
+  auto one_width = [&]<int W>(std::integral_constant<int, W>) {
+    detail::for_each_index<5>([&](auto a) {
+      constexpr algo A = all_algorithms[decltype(a)::value];
+      if (layout == result_layout::striped) expect_batches<T, Op, W, A, result_layout::striped>(runner, warp_size, batches);
+      else expect_batches<T, Op, W, A, result_layout::blocked>(runner, warp_size, batches);
+    });
+  };
+  (one_width(std::integral_constant<int, Widths>{}), ...);
+}
+
+using widths_to_32 = std::integer_sequence<int, 1, 2, 4, 8, 16, 32>;
+
+}  // namespace mr_test
