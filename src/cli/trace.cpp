@@ -18,8 +18,8 @@ namespace {
 
 /// A symbolic partial reduction: batch `batch` over lanes lo..hi; batch < 0: a mix (a bug, or a
 /// register whose value nobody reads).
-struct partial {
-  std::int16_t batch, lo, hi, unused;
+struct partial {  // one 32-bit word, so the counts are those of a 32-bit type
+  std::int8_t batch, lo, hi, unused;
 };
 
 /// Joins two adjacent ranges of the same batch; anything else is a mix.
@@ -54,8 +54,8 @@ void run_symbolic(host_block& block, std::vector<std::vector<std::string>>& resu
     const int logical = lane.id() % W;
     array<partial, Batches> values;
     for (int b = 0; b < Batches; ++b)
-      values[b] = partial{static_cast<std::int16_t>(b), static_cast<std::int16_t>(logical),
-                          static_cast<std::int16_t>(logical), 0};
+      values[b] = partial{static_cast<std::int8_t>(b), static_cast<std::int8_t>(logical),
+                          static_cast<std::int8_t>(logical), 0};
     array<partial, R> r;
     if constexpr (A == multi_reduce_algorithm::shared_exchange) r = warp_multi_reduce<Batches, W>(lane, values, join_ranges{}, storage);
     else r = warp_multi_reduce<Batches, W, A>(lane, values, join_ranges{});
@@ -110,15 +110,15 @@ int run_trace(const trace_options& o) {
 
   fmt::print("multireduce trace: {} batches, {} on a logical warp of {} lanes\n", o.batches, to_string(o.algorithm), o.width);
   fmt::print("Each cell: the partial reduction the lane holds after the step; a0..3 = batch a over lanes 0..3, ? = mixed/unused.\n\n");
-  constexpr int cell = 9;
+  const int cell = o.batches <= 4 ? 4 * o.batches + 2 : 9;
   fmt::print("{:>4} {:<22}", "step", "operation");
   for (int l = 0; l < lanes; ++l) fmt::print("{:>{}}", fmt::format("lane {}", l), cell);
   fmt::print("\n");
   fmt::print("{:>4} {:<22}", "", "input");
   for (int l = 0; l < lanes; ++l) {
-    std::string in = o.batches <= 4 ? "" : fmt::format("{}..", to_trace_string(partial{0, static_cast<std::int16_t>(l), static_cast<std::int16_t>(l), 0}));
+    std::string in = o.batches <= 4 ? "" : fmt::format("{}..", to_trace_string(partial{0, static_cast<std::int8_t>(l), static_cast<std::int8_t>(l), 0}));
     if (o.batches <= 4)
-      for (int b = 0; b < o.batches; ++b) in += (b ? "," : "") + to_trace_string(partial{static_cast<std::int16_t>(b), static_cast<std::int16_t>(l), static_cast<std::int16_t>(l), 0});
+      for (int b = 0; b < o.batches; ++b) in += (b ? "," : "") + to_trace_string(partial{static_cast<std::int8_t>(b), static_cast<std::int8_t>(l), static_cast<std::int8_t>(l), 0});
     fmt::print("{:>{}}", in, cell);
   }
   fmt::print("\n");
