@@ -23,12 +23,24 @@ struct array {
 };
 
 namespace detail {
+#if defined(__CUDACC__)
+#define MULTIREDUCE_EXEC_CHECK_DISABLE _Pragma("nv_exec_check_disable")
+#else
+#define MULTIREDUCE_EXEC_CHECK_DISABLE
+#endif
+
+// f may be a host-only or a device-only callable: the call is checked where it is instantiated.
+MULTIREDUCE_EXEC_CHECK_DISABLE
+template <class F, int... I>
+MULTIREDUCE_HOST_DEVICE MULTIREDUCE_FORCEINLINE constexpr void for_each_index_of(F& f, std::integer_sequence<int, I...>) {
+  (f(std::integral_constant<int, I>{}), ...);
+}
+
 /// Calls f(std::integral_constant<int, I>{}) for I = 0 .. N-1, unrolled at compile time.
+MULTIREDUCE_EXEC_CHECK_DISABLE
 template <int N, class F>
 MULTIREDUCE_HOST_DEVICE MULTIREDUCE_FORCEINLINE constexpr void for_each_index(F&& f) {
-  [&]<int... I>(std::integer_sequence<int, I...>) {
-    (f(std::integral_constant<int, I>{}), ...);
-  }(std::make_integer_sequence<int, N>{});
+  for_each_index_of(f, std::make_integer_sequence<int, N>{});
 }
 }  // namespace detail
 

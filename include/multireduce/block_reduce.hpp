@@ -18,7 +18,7 @@ namespace multireduce {
 
 namespace detail {
 template <int BlockThreads, int WarpThreads>
-constexpr void check_block_threads() {
+MULTIREDUCE_HOST_DEVICE constexpr void check_block_threads() {
   static_assert(WarpThreads == 32 || WarpThreads == 64, "multireduce: WarpThreads must be 32 (or 64 on the emulator)");
   static_assert(BlockThreads >= WarpThreads && BlockThreads <= 1024 && BlockThreads % WarpThreads == 0,
                 "multireduce: BlockThreads must be a multiple of the warp size, at most 1024");
