@@ -141,41 +141,37 @@ struct bit_xor {
   MULTIREDUCE_HOST_DEVICE static T identity() { return static_cast<T>(0); }
 };
 
-/// The (value, index) pair with the smallest value; equal values: the lowest index wins;
-/// a NaN value wins over numbers (NumPy's argmin). Identity: (+inf, -1).
-struct argmin {
+namespace detail {
+/// argmin (Smallest = true) and argmax: the extreme value wins; equal values: the lowest index;
+/// a NaN value wins over numbers, the first NaN over later ones (NumPy).
+template <bool Smallest>
+struct arg_extreme {
   template <class V, class I>
-  MULTIREDUCE_HOST_DEVICE MULTIREDUCE_FORCEINLINE key_value<V, I> operator()(
-      const key_value<V, I>& a, const key_value<V, I>& b) const {
-    const bool a_nan = detail::is_nan(a.value), b_nan = detail::is_nan(b.value);
+  MULTIREDUCE_HOST_DEVICE MULTIREDUCE_FORCEINLINE key_value<V, I> operator()(const key_value<V, I>& a,
+                                                                             const key_value<V, I>& b) const {
+    const bool a_nan = is_nan(a.value), b_nan = is_nan(b.value);
+    const V& first = Smallest ? b.value : a.value;   // b wins when first < second
+    const V& second = Smallest ? a.value : b.value;
     bool take_b;
     if (a_nan || b_nan) take_b = b_nan && (!a_nan || b.index < a.index);
-    else take_b = b.value < a.value || (!(a.value < b.value) && b.index < a.index);
+    else take_b = first < second || (!(second < first) && b.index < a.index);
     return take_b ? b : a;
   }
   template <class KV>
   MULTIREDUCE_HOST_DEVICE static KV identity() {
-    return KV{detail::extremes<decltype(KV::value)>::highest(), std::numeric_limits<decltype(KV::index)>::max()};
+    using V = decltype(KV::value);
+    return KV{Smallest ? extremes<V>::highest() : extremes<V>::lowest(), std::numeric_limits<decltype(KV::index)>::max()};
   }
 };
+}  // namespace detail
+
+/// The (value, index) pair with the smallest value; equal values: the lowest index wins;
+/// a NaN value wins over numbers (NumPy's argmin). Identity: (+inf, max index).
+struct argmin : detail::arg_extreme<true> {};
 
 /// The (value, index) pair with the largest value; equal values: the lowest index wins;
 /// a NaN value wins over numbers (NumPy's argmax). Identity: (-inf, max index).
-struct argmax {
-  template <class V, class I>
-  MULTIREDUCE_HOST_DEVICE MULTIREDUCE_FORCEINLINE key_value<V, I> operator()(
-      const key_value<V, I>& a, const key_value<V, I>& b) const {
-    const bool a_nan = detail::is_nan(a.value), b_nan = detail::is_nan(b.value);
-    bool take_b;
-    if (a_nan || b_nan) take_b = b_nan && (!a_nan || b.index < a.index);
-    else take_b = a.value < b.value || (!(b.value < a.value) && b.index < a.index);
-    return take_b ? b : a;
-  }
-  template <class KV>
-  MULTIREDUCE_HOST_DEVICE static KV identity() {
-    return KV{detail::extremes<decltype(KV::value)>::lowest(), std::numeric_limits<decltype(KV::index)>::max()};
-  }
-};
+struct argmax : detail::arg_extreme<false> {};
 
 /// Whether op(a, b) == op(b, a) is known for the operator. Algorithms that must keep the lanes'
 /// left-to-right order skip their operand swaps when this is true. User functors are assumed

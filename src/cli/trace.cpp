@@ -22,6 +22,11 @@ struct partial {  // one 32-bit word, so the counts are those of a 32-bit type
   std::int8_t batch, lo, hi, unused;
 };
 
+/// Batch `batch`'s input in lane `lane`.
+partial input_of(int batch, int lane) {
+  return {static_cast<std::int8_t>(batch), static_cast<std::int8_t>(lane), static_cast<std::int8_t>(lane), 0};
+}
+
 /// Joins two adjacent ranges of the same batch; anything else is a mix.
 struct join_ranges {
   static constexpr bool commutative = true;
@@ -53,9 +58,7 @@ void run_symbolic(host_block& block, std::vector<std::vector<std::string>>& resu
   block.run([&](host_lane& lane) {
     const int logical = lane.id() % W;
     array<partial, Batches> values;
-    for (int b = 0; b < Batches; ++b)
-      values[b] = partial{static_cast<std::int8_t>(b), static_cast<std::int8_t>(logical),
-                          static_cast<std::int8_t>(logical), 0};
+    for (int b = 0; b < Batches; ++b) values[b] = input_of(b, logical);
     array<partial, R> r;
     if constexpr (A == multi_reduce_algorithm::shared_exchange) r = warp_multi_reduce<Batches, W>(lane, values, join_ranges{}, storage);
     else r = warp_multi_reduce<Batches, W, A>(lane, values, join_ranges{});
@@ -110,15 +113,16 @@ int run_trace(const trace_options& o) {
 
   fmt::print("multireduce trace: {} batches, {} on a logical warp of {} lanes\n", o.batches, to_string(o.algorithm), o.width);
   fmt::print("Each cell: the partial reduction the lane holds after the step; a0..3 = batch a over lanes 0..3, ? = mixed/unused.\n\n");
-  const int cell = o.batches <= 4 ? 4 * o.batches + 2 : 9;
+  const int cell = o.batches <= 4 ? 3 * o.batches + 2 : 9;  // "a0,b0,c0,d0" plus a gap
   fmt::print("{:>4} {:<22}", "step", "operation");
   for (int l = 0; l < lanes; ++l) fmt::print("{:>{}}", fmt::format("lane {}", l), cell);
   fmt::print("\n");
   fmt::print("{:>4} {:<22}", "", "input");
   for (int l = 0; l < lanes; ++l) {
-    std::string in = o.batches <= 4 ? "" : fmt::format("{}..", to_trace_string(partial{0, static_cast<std::int8_t>(l), static_cast<std::int8_t>(l), 0}));
-    if (o.batches <= 4)
-      for (int b = 0; b < o.batches; ++b) in += (b ? "," : "") + to_trace_string(partial{static_cast<std::int8_t>(b), static_cast<std::int8_t>(l), static_cast<std::int8_t>(l), 0});
+    // Up to 4 batches: all of them ("a0,b0,c0,d0"); more: the first and an ellipsis ("a0..").
+    std::string in;
+    for (int b = 0; b < (o.batches <= 4 ? o.batches : 1); ++b) in += (b ? "," : "") + to_trace_string(input_of(b, l));
+    if (o.batches > 4) in += "..";
     fmt::print("{:>{}}", in, cell);
   }
   fmt::print("\n");
