@@ -23,7 +23,7 @@ namespace mr_test {
   } while (0)
 
 template <class Body>
-__global__ void run_body_kernel(Body body) {
+__global__ void __launch_bounds__(1024) run_body_kernel(Body body) {  // any block size up to 1024
   extern __shared__ __align__(16) unsigned char shared[];
   multireduce::cuda_lane lane;
   body(lane, shared);
