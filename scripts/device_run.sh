@@ -1,15 +1,35 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: the GPU tests, the benchmarks and the SASS shuffle counts.
-# Usage (from the repository root, with the default preset already built and carried):
-#   bash scripts/device_run.sh OUTDIR
+# Usage (from the repository root, with the default preset built here and its binaries carried):
+#   bash scripts/device_run.sh OUTDIR [SUITES...]     (suites default: warp reduce segmented stats window)
 set -uo pipefail
 out=${1:-${OUT:-/tmp/multireduce-out}}
+shift || true
+suites=${*:-warp reduce segmented stats window}
 mkdir -p "$out"
-bin=build/default
+bin=${BIN:-build/default}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,memory.total --format=csv | tee "$out/gpu.txt"
-"$bin/tests/multireduce_cuda_tests" --gtest_brief=1 2>&1 | tee "$out/cuda_tests.txt" | tail -n 5
-"$bin/tests/multireduce_host_tests" --gtest_brief=1 2>&1 | tail -n 3
-compute-sanitizer --tool memcheck "$bin/tests/multireduce_cuda_tests" --gtest_filter='CudaBlock.*:CudaOnline*' \
-  --gtest_brief=1 > "$out/memcheck.txt" 2>&1; tail -n 3 "$out/memcheck.txt"
-"$bin/src/multireduce" bench warp --json "$out/warp.json" 2>&1 | tee "$out/bench_warp.txt"
-bash scripts/count_shfl.sh "$bin/src/multireduce" > "$out/shfl.txt" 2>&1; cat "$out/shfl.txt"
+for t in multireduce_cuda_tests multireduce_cuda_device_tests; do
+  if [ -x "$bin/tests/$t" ]; then
+    "$bin/tests/$t" --gtest_brief=1 > "$out/$t.txt" 2>&1; echo "$t: exit $?"; grep -E "PASSED|FAILED|SKIPPED" "$out/$t.txt" | tail -n 5
+  fi
+done
+if [ -x "$bin/tests/multireduce_cuda_device_tests" ]; then
+  compute-sanitizer --tool memcheck "$bin/tests/multireduce_cuda_device_tests" --gtest_brief=1 \
+    --gtest_filter='CudaDeviceReduce.NonCommutative*:CudaDeviceSegmented.Offsets*:CudaDeviceWindow.*:CudaDeviceBadInput.*' \
+    > "$out/memcheck.txt" 2>&1; echo "memcheck: exit $?"; tail -n 2 "$out/memcheck.txt"
+fi
+for s in $suites; do
+  "$bin/src/multireduce" bench "$s" --json "$out/bench_$s.json" > "$out/bench_$s.txt" 2>&1; echo "bench $s: exit $?"
+  cat "$out/bench_$s.txt"
+done
+if [[ " $suites " == *" warp "* ]]; then
+  bash scripts/count_shfl.sh "$bin/src/multireduce" > "$out/shfl.txt" 2>&1; cat "$out/shfl.txt"
+fi
+# The CLI's NumPy cases on the GPU machine (auto picks the GPU there), when $bin/tests/cli came
+# along; cmake lives elsewhere there, so the carried test file is pointed at it.
+if [ -f "$bin/tests/cli/CTestTestfile.cmake" ]; then
+  sed -i "s|\"[^\"]*/cmake\" \"-DCLI=|\"$(command -v cmake)\" \"-DCLI=|" "$bin/tests/cli/CTestTestfile.cmake"
+  (cd "$bin/tests/cli" && ctest -j8 --output-on-failure) > "$out/cli_tests.txt" 2>&1; echo "cli tests: exit $?"
+  grep -E "tests passed|Failed" "$out/cli_tests.txt" | tail -n 5
+fi

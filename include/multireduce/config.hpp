@@ -28,6 +28,21 @@
 #define MULTIREDUCE_HAS_CUDA_FP16 0
 #endif
 
+/// numeric_limits usable in host and device code (libcu++'s under nvcc).
+#if defined(__CUDACC__)
+#include <cuda/std/limits>
+namespace multireduce::detail {
+template <class T>
+using limits = ::cuda::std::numeric_limits<T>;
+}
+#else
+#include <limits>
+namespace multireduce::detail {
+template <class T>
+using limits = std::numeric_limits<T>;
+}
+#endif
+
 #define MULTIREDUCE_VERSION_MAJOR 0
 #define MULTIREDUCE_VERSION_MINOR 1
 #define MULTIREDUCE_VERSION_PATCH 0

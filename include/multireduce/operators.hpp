@@ -37,12 +37,12 @@ MULTIREDUCE_HOST_DEVICE MULTIREDUCE_FORCEINLINE constexpr bool is_nan(const T& x
 template <class T>
 struct extremes {
   MULTIREDUCE_HOST_DEVICE static constexpr T highest() {
-    if constexpr (std::numeric_limits<T>::has_infinity) return std::numeric_limits<T>::infinity();
-    else return std::numeric_limits<T>::max();
+    if constexpr (detail::limits<T>::has_infinity) return detail::limits<T>::infinity();
+    else return detail::limits<T>::max();
   }
   MULTIREDUCE_HOST_DEVICE static constexpr T lowest() {
-    if constexpr (std::numeric_limits<T>::has_infinity) return -std::numeric_limits<T>::infinity();
-    else return std::numeric_limits<T>::lowest();
+    if constexpr (detail::limits<T>::has_infinity) return -detail::limits<T>::infinity();
+    else return detail::limits<T>::lowest();
   }
 };
 #if MULTIREDUCE_HAS_CUDA_FP16
@@ -160,7 +160,7 @@ struct arg_extreme {
   template <class KV>
   MULTIREDUCE_HOST_DEVICE static KV identity() {
     using V = decltype(KV::value);
-    return KV{Smallest ? extremes<V>::highest() : extremes<V>::lowest(), std::numeric_limits<decltype(KV::index)>::max()};
+    return KV{Smallest ? extremes<V>::highest() : extremes<V>::lowest(), detail::limits<decltype(KV::index)>::max()};
   }
 };
 }  // namespace detail

@@ -20,7 +20,8 @@ struct suite_entry {
   int (*run)(const options&, const device_info&, nlohmann::json&);
 };
 constexpr suite_entry suite_table[] = {
-    {"warp", &run_warp_suite},
+    {"warp", &run_warp_suite},         {"reduce", &run_reduce_suite}, {"segmented", &run_segmented_suite},
+    {"stats", &run_stats_suite},       {"window", &run_window_suite},
 };
 
 device_info describe_device(int ordinal) {

@@ -156,5 +156,9 @@ struct device_info {
 /// A suite: prints its tables, appends its records to `results` (a JSON object it owns the keys
 /// of), and returns the process exit code (0 = every kernel verified).
 int run_warp_suite(const options& opts, const device_info& device, nlohmann::json& results);
+int run_reduce_suite(const options& opts, const device_info& device, nlohmann::json& results);
+int run_segmented_suite(const options& opts, const device_info& device, nlohmann::json& results);
+int run_stats_suite(const options& opts, const device_info& device, nlohmann::json& results);
+int run_window_suite(const options& opts, const device_info& device, nlohmann::json& results);
 
 }  // namespace multireduce::bench

@@ -1,0 +1,202 @@
+// multireduce/cuda/common.cuh -- what every device-wide algorithm shares: errors, vector loads,
+// partial results for operators with or without an identity, and launch sizing.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "../operators.hpp"
+
+namespace multireduce::cuda {
+
+/// Thrown by the convenience layer (functions that allocate and return values) on CUDA errors and
+/// bad arguments. `status()` is the CUDA error, or cudaErrorInvalidValue for bad arguments.
+class error : public std::runtime_error {
+ public:
+  error(cudaError_t status, const std::string& what)
+      : std::runtime_error(what + ": " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")"),
+        status_(status) {}
+  cudaError_t status() const { return status_; }
+
+ private:
+  cudaError_t status_;
+};
+
+/// Throws multireduce::cuda::error when status is not cudaSuccess.
+inline void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) throw error(status, what);
+}
+
+namespace detail {
+
+/// The operator has a static identity<Acc>() (all of multireduce's built-in operators do).
+template <class Op, class Acc>
+concept has_identity = requires {
+  { Op::template identity<Acc>() } -> std::convertible_to<Acc>;
+};
+
+/// A partial reduction that may be empty: for user operators without an identity element.
+template <class Acc>
+struct maybe {
+  Acc value;
+  int valid;
+};
+
+/// Any operator lifted to maybe<T>: an empty side leaves the other unchanged; order is kept.
+template <class Op>
+struct maybe_op {
+  Op op;
+  template <class T>
+  __host__ __device__ __forceinline__ maybe<T> operator()(const maybe<T>& a, const maybe<T>& b) const {
+    if (!a.valid) return b;
+    if (!b.valid) return a;
+    return maybe<T>{op(a.value, b.value), 1};
+  }
+};
+
+/// How a kernel carries partial reductions: the plain accumulator when the operator has an
+/// identity (cheapest), else maybe<Acc> with an emptiness flag.
+template <class Acc, class Op>
+struct partial {
+  static constexpr bool plain = has_identity<Op, Acc>;
+  using type = std::conditional_t<plain, Acc, maybe<Acc>>;
+
+  __host__ __device__ static type empty() {
+    if constexpr (plain) return Op::template identity<Acc>();
+    else return type{Acc{}, 0};
+  }
+  __host__ __device__ static type of(const Acc& x) {
+    if constexpr (plain) return x;
+    else return type{x, 1};
+  }
+  /// The value of a partial known not to be empty.
+  __host__ __device__ static Acc value(const type& p) {
+    if constexpr (plain) return p;
+    else return p.value;
+  }
+  /// The reduction's value given the caller's initial value: op(init, p) (init alone if empty).
+  __host__ __device__ static Acc finish(const Op& op, const Acc& init, const type& p) {
+    if constexpr (plain) return op(init, p);
+    else return p.valid ? op(init, p.value) : init;
+  }
+};
+
+/// The operator on partials: keeps left-to-right order, so non-commutative operators stay right.
+template <class Acc, class Op>
+struct partial_op {
+  Op op;
+  using type = typename partial<Acc, Op>::type;
+  __host__ __device__ __forceinline__ type operator()(const type& a, const type& b) const {
+    if constexpr (partial<Acc, Op>::plain) {
+      return op(a, b);
+    } else {
+      if (!a.valid) return b;
+      if (!b.valid) return a;
+      return type{op(a.value, b.value), 1};
+    }
+  }
+};
+
+/// Elements of T in one 16-byte load (1 when T does not tile 16 bytes).
+template <class T>
+inline constexpr int vector_elements = (sizeof(T) <= 16 && 16 % sizeof(T) == 0) ? int(16 / sizeof(T)) : 1;
+
+template <class T>
+struct alignas(16) vector16 {
+  T v[vector_elements<T>];
+};
+
+/// Loads 16 bytes through the read-only path.
+template <class T>
+__device__ __forceinline__ vector16<T> load_vector(const vector16<T>* p) {
+  const uint4 raw = __ldg(reinterpret_cast<const uint4*>(p));
+  vector16<T> v;
+  std::memcpy(&v, &raw, sizeof v);
+  return v;
+}
+
+/// Elements before the first 16-byte-aligned element of `p` (clamped to n). -1 if p is not even
+/// aligned to sizeof(T) (then no vector loads are possible).
+template <class T>
+__host__ __device__ inline std::int64_t elements_to_alignment(const T* p, std::int64_t n) {
+  const auto address = reinterpret_cast<std::uintptr_t>(p);
+  if (address % alignof(T) != 0 || 16 % sizeof(T) != 0) return -1;
+  const std::int64_t head = static_cast<std::int64_t>(((16 - address % 16) % 16) / sizeof(T));
+  return head < n ? head : n;
+}
+
+/// Visits one thread's grid-stride share of in[0, n), in increasing index order: the unaligned
+/// head through on_element(x, index), then 16-byte vectors (InFlight loads issued together) through
+/// on_vector(const T (&)[V], first_index), then the tail through on_element. Iterators that are not
+/// pointers, and pointers not aligned to sizeof(T), go element by element.
+template <int BlockThreads, int InFlight, class It, class OnVector, class OnElement>
+__device__ __forceinline__ void for_each_strided(It in, std::int64_t n, OnVector&& on_vector, OnElement&& on_element) {
+  const std::int64_t thread = std::int64_t(blockIdx.x) * BlockThreads + threadIdx.x;
+  const std::int64_t threads = std::int64_t(gridDim.x) * BlockThreads;
+  std::int64_t scalar_from = 0;  // elements before this went through the head or the vectors
+  if constexpr (std::is_pointer_v<It>) {
+    using T = std::remove_cv_t<std::remove_pointer_t<It>>;
+    constexpr int V = vector_elements<T>;
+    const std::int64_t head = V > 1 ? elements_to_alignment(in, n) : -1;
+    if (head >= 0) {
+      if (thread < head) on_element(in[thread], thread);
+      const std::int64_t vectors = (n - head) / V;
+      const auto* body = reinterpret_cast<const vector16<T>*>(in + head);
+      std::int64_t i = thread;
+      for (; i + (InFlight - 1) * threads < vectors; i += InFlight * threads) {
+        vector16<T> v[InFlight];
+#pragma unroll
+        for (int u = 0; u < InFlight; ++u) v[u] = load_vector(body + i + u * threads);
+#pragma unroll
+        for (int u = 0; u < InFlight; ++u) on_vector(v[u].v, head + (i + u * threads) * V);
+      }
+      for (; i < vectors; i += threads) on_vector(load_vector(body + i).v, head + i * V);
+      scalar_from = head + vectors * V;
+    }
+  }
+  for (std::int64_t i = scalar_from + thread; i < n; i += threads) on_element(in[i], i);
+}
+
+/// Copies a trivially copyable value word by word with L2-coherent loads (for data written by
+/// other blocks of the same launch).
+template <class T>
+__device__ __forceinline__ T load_coherent(const T* p) {
+  T out;
+  if constexpr (sizeof(T) % 4 == 0) {
+    auto* dst = reinterpret_cast<unsigned*>(&out);
+    const auto* src = reinterpret_cast<const unsigned*>(p);
+    for (std::size_t i = 0; i < sizeof(T) / 4; ++i) dst[i] = __ldcg(src + i);
+  } else {
+    auto* dst = reinterpret_cast<unsigned char*>(&out);
+    const auto* src = reinterpret_cast<const unsigned char*>(p);
+    for (std::size_t i = 0; i < sizeof(T); ++i) dst[i] = __ldcg(src + i);
+  }
+  return out;
+}
+
+inline std::size_t round_up(std::size_t bytes, std::size_t alignment = 256) {
+  return (bytes + alignment - 1) / alignment * alignment;
+}
+
+/// Multiprocessors of the current device (cached per device ordinal).
+inline int sm_count() {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 1;
+  static int cache[64] = {};
+  if (device < 0 || device >= 64) return 1;
+  if (cache[device] == 0) {
+    int count = 1;
+    if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) count = 1;
+    cache[device] = count;
+  }
+  return cache[device];
+}
+
+}  // namespace detail
+}  // namespace multireduce::cuda

@@ -1,0 +1,406 @@
+// multireduce/cuda/segmented_reduce.cuh -- many reductions at once: segments of one array.
+//
+// out[s] = op(init, fold of segment s); an empty segment gives init (CUB's convention).
+//
+// Fixed-length segments (segment s = [s*L, (s+1)*L)) pick a kernel by L:
+//  - L <= 16, "tile":     a block stages BlockThreads*2 whole segments in shared memory with
+//                         coalesced loads, then every thread reduces its own segments there.
+//  - L <= 2048, "group":  G = 4..32 lanes per segment (a logical warp), 16-byte vector loads when
+//                         aligned, then warp_reduce<G>: 32/G segments per warp at a time.
+//  - larger L, "block":   one block per segment; when there are too few segments to fill the GPU,
+//                         each segment is cut into pieces, one block each, and a second (group)
+//                         pass folds the pieces of each segment in order.
+// Offsets (begin_offsets[s], end_offsets[s]):
+//  - every segment up to 16384 elements is reduced by a group of G lanes, G chosen from the mean
+//    segment length; longer segments are queued instead;
+//  - queued segments are cut into 16384-element pieces spread over all blocks (load balance for
+//    skewed lengths); the last block to finish a segment folds its pieces in order.
+// Non-commutative operators: lanes and threads take contiguous runs, folded in order.
+// Deterministic: partitions depend only on the arguments and the device's SM count.
+#pragma once
+
+#include <cstdint>
+
+#include "../block_reduce.hpp"
+#include "../cuda_lane.cuh"
+#include "../warp_reduce.hpp"
+#include "common.cuh"
+
+namespace multireduce::cuda {
+namespace detail {
+
+inline constexpr int segment_tile_max_length = 16;
+inline constexpr int segment_group_max_length = 2048;
+inline constexpr std::int64_t long_segment_piece = 16384;
+
+/// Conflict-free shared-memory index for the tile kernel: one pad word per 32 elements.
+__host__ __device__ constexpr int padded(int i) { return i + (i >> 5); }
+
+/// L <= 16: stage whole segments in shared memory, then one thread per segment.
+template <int BlockThreads, int SegmentsPerThread, class It, class Out, class Acc, class Op>
+__global__ void __launch_bounds__(BlockThreads)
+    tile_segments_kernel(It in, Out out, std::int64_t segments, int length, Op op, Acc init) {
+  using T = std::remove_cv_t<std::remove_reference_t<decltype(*in)>>;
+  constexpr int tile_segments = BlockThreads * SegmentsPerThread;
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  T* tile = reinterpret_cast<T*>(shared_bytes);
+  for (std::int64_t first = std::int64_t(blockIdx.x) * tile_segments; first < segments;
+       first += std::int64_t(gridDim.x) * tile_segments) {
+    const int count = segments - first < tile_segments ? static_cast<int>(segments - first) : tile_segments;
+    const int elements = count * length;
+    const std::int64_t base = first * length;
+#pragma unroll 4
+    for (int i = threadIdx.x; i < elements; i += BlockThreads) tile[padded(i)] = in[base + i];
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < SegmentsPerThread; ++k) {
+      const int s = k * BlockThreads + threadIdx.x;
+      if (s < count) {
+        Acc acc = init;
+        for (int j = 0; j < length; ++j) acc = op(acc, static_cast<Acc>(tile[padded(s * length + j)]));
+        out[first + s] = acc;
+      }
+    }
+    __syncthreads();
+  }
+}
+
+/// The fold of in[begin, end) by one logical warp of G lanes; the result is valid in logical lane 0.
+template <int G, class It, class Acc, class Op>
+__device__ __forceinline__ typename partial<Acc, Op>::type group_fold(cuda_lane& lane, It in, std::int64_t begin,
+                                                                      std::int64_t end, const Op& op) {
+  using P = partial<Acc, Op>;
+  using T = std::remove_cv_t<std::remove_reference_t<decltype(*in)>>;
+  const partial_op<Acc, Op> pop{op};
+  const int g = lane.id() & (G - 1);
+  typename P::type acc = P::empty();
+  if constexpr (is_commutative_v<Op>) {
+    std::int64_t i = begin;
+    if constexpr (std::is_pointer_v<It> && vector_elements<T> > 1) {
+      constexpr int V = vector_elements<T>;
+      const std::int64_t head = elements_to_alignment(in + begin, end - begin);
+      if (head >= 0) {
+        if (g < head) acc = pop(acc, P::of(static_cast<Acc>(in[begin + g])));
+        const std::int64_t vectors = (end - begin - head) / V;
+        const auto* body = reinterpret_cast<const vector16<T>*>(in + begin + head);
+        std::int64_t k = g;
+        for (; k + G < vectors; k += 2 * G) {
+          const vector16<T> a = load_vector(body + k), b = load_vector(body + k + G);
+#pragma unroll
+          for (int j = 0; j < V; ++j) acc = pop(acc, P::of(static_cast<Acc>(a.v[j])));
+#pragma unroll
+          for (int j = 0; j < V; ++j) acc = pop(acc, P::of(static_cast<Acc>(b.v[j])));
+        }
+        if (k < vectors) {
+          const vector16<T> a = load_vector(body + k);
+#pragma unroll
+          for (int j = 0; j < V; ++j) acc = pop(acc, P::of(static_cast<Acc>(a.v[j])));
+        }
+        i = begin + head + vectors * V;
+      }
+    }
+#pragma unroll 4
+    for (std::int64_t k = i + g; k < end; k += G) acc = pop(acc, P::of(static_cast<Acc>(in[k])));
+  } else {
+    const std::int64_t per_lane = (end - begin + G - 1) / G;
+    const std::int64_t first = begin + g * per_lane;
+    const std::int64_t last = first + per_lane < end ? first + per_lane : end;
+    for (std::int64_t k = first; k < last; ++k) acc = pop(acc, P::of(static_cast<Acc>(in[k])));
+  }
+  return warp_reduce<G>(lane, acc, pop);
+}
+
+/// The fold of in[begin, end) by a whole block: each warp folds a contiguous share with
+/// group_fold<32>, block_reduce folds the warps in order (so any operator works). Valid in thread 0.
+template <int BlockThreads, class It, class Acc, class Op>
+__device__ typename partial<Acc, Op>::type block_fold(cuda_lane& lane, It in, std::int64_t begin, std::int64_t end,
+                                                      const Op& op,
+                                                      block_reduce_storage<typename partial<Acc, Op>::type, BlockThreads>& storage) {
+  constexpr int warps = BlockThreads / 32;
+  const std::int64_t span = (end - begin + warps - 1) / warps;
+  const std::int64_t warp_begin = begin + lane.warp_id() * span < end ? begin + lane.warp_id() * span : end;
+  const std::int64_t warp_end = warp_begin + span < end ? warp_begin + span : end;
+  auto acc = group_fold<32, It, Acc>(lane, in, warp_begin, warp_end, op);
+  if (lane.id() != 0) acc = partial<Acc, Op>::empty();  // lane 0 holds the warp's fold
+  return block_reduce<BlockThreads>(lane, acc, partial_op<Acc, Op>{op}, storage);
+}
+
+/// The offsets of fixed-length segments, computed: fixed_offsets{L, shift}[s] = s * L + shift, so
+/// {L, 0} and {L, L} are the begin and end offsets of segments [s*L, (s+1)*L).
+struct fixed_offsets {
+  std::int64_t length, shift;
+  __host__ __device__ std::int64_t operator[](std::int64_t s) const { return s * length + shift; }
+};
+
+/// One block per piece: segment s = blockIdx / pieces covers [s*length, (s+1)*length); piece p of
+/// it is [length*p/pieces, length*(p+1)/pieces). pieces == 1: writes op(init, fold) to out[s];
+/// otherwise the piece's fold (no init) to partials[blockIdx].
+template <int BlockThreads, class It, class Out, class Acc, class Op>
+__global__ void __launch_bounds__(BlockThreads)
+    block_fixed_segments_kernel(It in, Out out, Acc* partials, std::int64_t segments, std::int64_t length,
+                                int pieces, Op op, Acc init) {
+  using P = partial<Acc, Op>;
+  __shared__ block_reduce_storage<typename P::type, BlockThreads> storage;
+  cuda_lane lane;
+  for (std::int64_t b = blockIdx.x; b < segments * pieces; b += gridDim.x) {
+    const std::int64_t s = b / pieces, p = b % pieces;
+    const std::int64_t begin = s * length + length * p / pieces, end = s * length + length * (p + 1) / pieces;
+    const auto r = block_fold<BlockThreads, It, Acc>(lane, in, begin, end, op, storage);
+    if (threadIdx.x == 0) {
+      if (pieces == 1) out[s] = P::finish(op, init, r);
+      else partials[b] = P::value(r);  // pieces are never empty
+    }
+    __syncthreads();
+  }
+}
+
+template <class Out, class Acc>
+__global__ void fill_kernel(Out out, std::int64_t count, Acc value) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    out[i] = value;
+}
+
+inline int grid_for(std::int64_t work_items, int per_block, int max_blocks) {
+  const std::int64_t blocks = (work_items + per_block - 1) / per_block;
+  return static_cast<int>(blocks < 1 ? 1 : blocks > max_blocks ? max_blocks : blocks);
+}
+
+/// Pieces per segment so that the block kernel has at least ~4 blocks per SM.
+inline int pieces_for(std::int64_t segments, std::int64_t length, int sms) {
+  const std::int64_t want = std::int64_t(sms) * 4;
+  if (segments >= want) return 1;
+  std::int64_t pieces = (want + segments - 1) / segments;
+  const std::int64_t most = length / 4096;  // pieces of at least 4096 elements
+  if (pieces > most) pieces = most;
+  return pieces < 1 ? 1 : static_cast<int>(pieces);
+}
+
+// ---- offsets ------------------------------------------------------------------------------------
+
+/// A queued long segment; `first_piece` is its first slot among all pieces.
+struct long_segment {
+  std::int64_t segment, begin, end;
+  std::int64_t first_piece;
+};
+
+/// Queue header: count of segments (high 32 bits) and of pieces (low 32 bits), in one word so
+/// that first_piece grows with the queue position.
+struct long_queue {
+  unsigned long long packed;
+};
+
+/// Appends a long segment unless the queue is full (then the caller reduces it itself).
+__device__ inline bool try_queue(long_queue* queue, long_segment* queued, std::int64_t capacity,
+                                 std::int64_t piece_capacity, std::int64_t s, std::int64_t begin, std::int64_t end) {
+  const auto pieces = static_cast<unsigned long long>((end - begin + long_segment_piece - 1) / long_segment_piece);
+  unsigned long long old = queue->packed, seen;
+  do {
+    if (static_cast<std::int64_t>(old >> 32) >= capacity ||
+        static_cast<std::int64_t>((old & 0xffffffffull) + pieces) > piece_capacity)
+      return false;
+    seen = old;
+    old = atomicCAS(&queue->packed, seen, seen + (1ull << 32) + pieces);
+  } while (old != seen);
+  queued[old >> 32] = long_segment{s, begin, end, static_cast<std::int64_t>(old & 0xffffffffull)};
+  return true;
+}
+
+template <int G, class It, class Out, class OffIt, class Acc, class Op>
+__global__ void __launch_bounds__(256)
+    group_offset_segments_kernel(It in, Out out, std::int64_t segments, OffIt begin_offsets, OffIt end_offsets,
+                                 Op op, Acc init, long_queue* queue, long_segment* queued, std::int64_t capacity,
+                                 std::int64_t piece_capacity) {
+  cuda_lane lane;
+  const std::int64_t group = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / G;
+  const std::int64_t groups = std::int64_t(gridDim.x) * blockDim.x / G;
+  const std::int64_t warp_first = (std::int64_t(blockIdx.x) * blockDim.x + (threadIdx.x & ~31u)) / G;
+  for (std::int64_t base = warp_first; base < segments; base += groups) {
+    const std::int64_t s = base + (group - warp_first);
+    std::int64_t begin = 0, end = 0;
+    if (s < segments) begin = static_cast<std::int64_t>(begin_offsets[s]), end = static_cast<std::int64_t>(end_offsets[s]);
+    int queued_here = 0;
+    if (capacity > 0 && end - begin > long_segment_piece && (lane.id() & (G - 1)) == 0)
+      queued_here = try_queue(queue, queued, capacity, piece_capacity, s, begin, end);
+    const bool is_long = __shfl_sync(0xffffffffu, queued_here, 0, G) != 0;
+    const auto r = group_fold<G, It, Acc>(lane, in, begin, is_long ? begin : end, op);
+    if (s < segments && !is_long && (lane.id() & (G - 1)) == 0) out[s] = partial<Acc, Op>::finish(op, init, r);
+  }
+}
+
+template <int BlockThreads, class It, class Out, class Acc, class Op>
+__global__ void __launch_bounds__(BlockThreads)
+    long_segments_kernel(It in, Out out, Op op, Acc init, const long_queue* queue, const long_segment* queued,
+                         unsigned* tickets, Acc* pieces) {
+  using P = partial<Acc, Op>;
+  __shared__ block_reduce_storage<typename P::type, BlockThreads> storage;
+  __shared__ bool is_last;
+  cuda_lane lane;
+  const unsigned long long packed = queue->packed;
+  const int count = static_cast<int>(packed >> 32);
+  const std::int64_t total = static_cast<std::int64_t>(packed & 0xffffffffull);
+  for (std::int64_t piece = blockIdx.x; piece < total; piece += gridDim.x) {
+    int lo = 0, hi = count - 1;  // the last queued segment with first_piece <= piece
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) / 2;
+      if (queued[mid].first_piece <= piece) lo = mid;
+      else hi = mid - 1;
+    }
+    const long_segment seg = queued[lo];
+    const std::int64_t k = piece - seg.first_piece;
+    const std::int64_t begin = seg.begin + k * long_segment_piece;
+    const std::int64_t end = begin + long_segment_piece < seg.end ? begin + long_segment_piece : seg.end;
+    const auto r = block_fold<BlockThreads, It, Acc>(lane, in, begin, end, op, storage);
+    const std::int64_t piece_count = (seg.end - seg.begin + long_segment_piece - 1) / long_segment_piece;
+    if (threadIdx.x == 0) {
+      pieces[piece] = P::value(r);  // pieces are never empty
+      __threadfence();
+      is_last = atomicAdd(tickets + lo, 1u) == piece_count - 1;
+    }
+    __syncthreads();
+    if (is_last && threadIdx.x == 0) {
+      __threadfence();
+      Acc folded = init;
+      for (std::int64_t j = 0; j < piece_count; ++j) folded = op(folded, load_coherent(pieces + seg.first_piece + j));
+      out[seg.segment] = folded;
+    }
+    __syncthreads();
+  }
+}
+
+template <int G, class It, class Out, class OffIt, class Acc, class Op>
+cudaError_t launch_group_offsets(It in, Out out, std::int64_t segments, OffIt b, OffIt e, Op op, Acc init,
+                                 long_queue* queue, long_segment* queued, std::int64_t capacity,
+                                 std::int64_t piece_capacity, cudaStream_t stream) {
+  const int blocks = grid_for(segments * G, 256, sm_count() * 8 * 16);
+  group_offset_segments_kernel<G><<<blocks, 256, 0, stream>>>(in, out, segments, b, e, op, init, queue, queued,
+                                                               capacity, piece_capacity);
+  return cudaPeekAtLastError();
+}
+
+// ---- fixed lengths (the offsets group kernel with computed offsets, or the block kernel) -----
+
+/// Fixed lengths up to segment_group_max_length: no temporary storage needed.
+template <class It, class Out, class Acc, class Op>
+cudaError_t launch_short_fixed(It in, Out out, std::int64_t segments, std::int64_t length, Op op, Acc init,
+                               cudaStream_t stream) {
+  using T = std::remove_cv_t<std::remove_reference_t<decltype(*in)>>;
+  const int sms = sm_count();
+  if (length == 0) {
+    fill_kernel<<<grid_for(segments, 256, sms * 8), 256, 0, stream>>>(out, segments, init);
+    return cudaPeekAtLastError();
+  }
+  if (length <= segment_tile_max_length) {
+    constexpr int threads = 256, per_thread = 2;
+    const int shared = static_cast<int>(sizeof(T) * (padded(threads * per_thread * segment_tile_max_length) + 1));
+    auto kernel = tile_segments_kernel<threads, per_thread, It, Out, Acc, Op>;
+    if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
+        e != cudaSuccess)
+      return e;
+    const int blocks = grid_for(segments, threads * per_thread, sms * 8);
+    kernel<<<blocks, threads, shared, stream>>>(in, out, segments, static_cast<int>(length), op, init);
+    return cudaPeekAtLastError();
+  }
+  // The offsets kernel with computed offsets and no queue (every segment is short here).
+  const fixed_offsets b{length, 0}, e{length, length};
+  if (length <= 32) return launch_group_offsets<4>(in, out, segments, b, e, op, init, nullptr, nullptr, 0, 0, stream);
+  if (length <= 64) return launch_group_offsets<8>(in, out, segments, b, e, op, init, nullptr, nullptr, 0, 0, stream);
+  if (length <= 128) return launch_group_offsets<16>(in, out, segments, b, e, op, init, nullptr, nullptr, 0, 0, stream);
+  return launch_group_offsets<32>(in, out, segments, b, e, op, init, nullptr, nullptr, 0, 0, stream);
+}
+
+template <class It, class Out, class Acc, class Op>
+cudaError_t fixed_segmented_reduce(void* temp_storage, std::size_t& temp_bytes, It in, Out out,
+                                   std::int64_t segments, std::int64_t length, Op op, Acc init, cudaStream_t stream) {
+  static_assert(std::is_invocable_r_v<Acc, const Op&, const Acc&, const Acc&>,
+                "multireduce::cuda::fixed_segmented_reduce: op must be callable as Acc op(Acc, Acc)");
+  if (segments < 0 || length < 0) return cudaErrorInvalidValue;
+  const int sms = sm_count();
+  const bool block_path = length > segment_group_max_length;
+  const int pieces = block_path ? pieces_for(segments, length, sms) : 1;
+  const std::size_t needed = pieces > 1 ? round_up(sizeof(Acc) * std::size_t(segments) * pieces) : 1;
+  if (temp_storage == nullptr) {
+    temp_bytes = needed;
+    return cudaSuccess;
+  }
+  if (temp_bytes < needed) return cudaErrorInvalidValue;
+  if (segments == 0) return cudaSuccess;
+  if (!block_path) return launch_short_fixed(in, out, segments, length, op, init, stream);
+  constexpr int threads = 256;
+  Acc* partials = pieces > 1 ? static_cast<Acc*>(temp_storage) : nullptr;
+  const int blocks = grid_for(segments * pieces, 1, sms * 8);
+  block_fixed_segments_kernel<threads><<<blocks, threads, 0, stream>>>(in, out, partials, segments, length, pieces, op,
+                                                                        init);
+  if (const cudaError_t e = cudaPeekAtLastError(); e != cudaSuccess || pieces == 1) return e;
+  // Fold each segment's pieces in order (pieces <= 4 * SMs <= segment_group_max_length).
+  return launch_short_fixed(static_cast<const Acc*>(partials), out, segments, std::int64_t(pieces), op, init, stream);
+}
+
+template <class It, class Out, class OffIt, class Acc, class Op>
+cudaError_t segmented_reduce(void* temp_storage, std::size_t& temp_bytes, It in, std::int64_t n, Out out,
+                             std::int64_t segments, OffIt begin_offsets, OffIt end_offsets, Op op, Acc init,
+                             cudaStream_t stream) {
+  static_assert(std::is_invocable_r_v<Acc, const Op&, const Acc&, const Acc&>,
+                "multireduce::cuda::segmented_reduce: op must be callable as Acc op(Acc, Acc)");
+  if (segments < 0 || n < 0) return cudaErrorInvalidValue;
+  // Disjoint segments have at most n / piece long ones and 2n / piece pieces; beyond that (only
+  // possible with overlapping segments) a segment is reduced by its group directly.
+  std::int64_t most_long = n / long_segment_piece + 64;
+  if (most_long > segments) most_long = segments;
+  const std::int64_t most_pieces = 2 * (n / long_segment_piece) + 128;
+  const std::size_t queue_bytes = round_up(sizeof(long_queue));
+  const std::size_t ticket_bytes_total = round_up(sizeof(unsigned) * std::size_t(most_long + 1));
+  const std::size_t queued_bytes = round_up(sizeof(long_segment) * std::size_t(most_long + 1));
+  const std::size_t piece_bytes = round_up(sizeof(Acc) * std::size_t(most_pieces + 1));
+  const std::size_t needed = queue_bytes + ticket_bytes_total + queued_bytes + piece_bytes;
+  if (temp_storage == nullptr) {
+    temp_bytes = needed;
+    return cudaSuccess;
+  }
+  if (temp_bytes < needed) return cudaErrorInvalidValue;
+  if (segments == 0) return cudaSuccess;
+  char* t = static_cast<char*>(temp_storage);
+  auto* queue = reinterpret_cast<long_queue*>(t);
+  auto* tickets = reinterpret_cast<unsigned*>(t + queue_bytes);
+  auto* queued = reinterpret_cast<long_segment*>(t + queue_bytes + ticket_bytes_total);
+  auto* pieces = reinterpret_cast<Acc*>(t + queue_bytes + ticket_bytes_total + queued_bytes);
+  if (const cudaError_t e = cudaMemsetAsync(t, 0, queue_bytes + ticket_bytes_total, stream); e != cudaSuccess)
+    return e;
+  const std::int64_t mean = n / segments;
+  cudaError_t e;
+  if (mean <= 8) e = launch_group_offsets<1>(in, out, segments, begin_offsets, end_offsets, op, init, queue, queued, most_long, most_pieces, stream);
+  else if (mean <= 24) e = launch_group_offsets<4>(in, out, segments, begin_offsets, end_offsets, op, init, queue, queued, most_long, most_pieces, stream);
+  else if (mean <= 48) e = launch_group_offsets<8>(in, out, segments, begin_offsets, end_offsets, op, init, queue, queued, most_long, most_pieces, stream);
+  else if (mean <= 96) e = launch_group_offsets<16>(in, out, segments, begin_offsets, end_offsets, op, init, queue, queued, most_long, most_pieces, stream);
+  else e = launch_group_offsets<32>(in, out, segments, begin_offsets, end_offsets, op, init, queue, queued, most_long, most_pieces, stream);
+  if (e != cudaSuccess) return e;
+  constexpr int threads = 256;
+  long_segments_kernel<threads><<<sm_count() * 8, threads, 0, stream>>>(in, out, op, init, queue, queued, tickets,
+                                                                         pieces);
+  return cudaPeekAtLastError();
+}
+
+}  // namespace detail
+
+/// Reduces fixed-length segments: out[s] = op(init, in[s*L], ..., in[s*L + L-1]) for s < segments
+/// (L = 0: every out[s] = init). Rows of a row-major matrix are segments of length = columns.
+/// CUB style: temp_storage == nullptr queries temp_bytes. Asynchronous on `stream`.
+template <class It, class Out, class Acc, class Op>
+cudaError_t fixed_segmented_reduce(void* temp_storage, std::size_t& temp_bytes, It in, Out out,
+                                   std::int64_t segments, std::int64_t segment_length, Op op, Acc init,
+                                   cudaStream_t stream = 0) {
+  return detail::fixed_segmented_reduce(temp_storage, temp_bytes, in, out, segments, segment_length, op, init, stream);
+}
+
+/// Reduces segments [begin_offsets[s], end_offsets[s]) of in[0, n) (CUB's convention; empty
+/// segments give init). Offsets are int32 or int64, on the device, valid (0 <= begin <= end <= n);
+/// the caller checks untrusted offsets (the CLI does). Long segments are spread over all blocks.
+template <class It, class Out, class OffIt, class Acc, class Op>
+cudaError_t segmented_reduce(void* temp_storage, std::size_t& temp_bytes, It in, std::int64_t n, Out out,
+                             std::int64_t segments, OffIt begin_offsets, OffIt end_offsets, Op op, Acc init,
+                             cudaStream_t stream = 0) {
+  return detail::segmented_reduce(temp_storage, temp_bytes, in, n, out, segments, begin_offsets, end_offsets, op, init,
+                                  stream);
+}
+
+}  // namespace multireduce::cuda

@@ -1,0 +1,169 @@
+// multireduce/statistics.hpp -- many statistics of one array in one pass: the mergeable state.
+//
+// `statistics_accumulator<T>` is what every backend (CUDA blocks, CPU chunks) carries and merges:
+// count, sum, mean and M2 (Chan et al.'s parallel variance: numerically sound, no sum-of-squares
+// cancellation), l1 = sum |x|, sum x^2 (for l2), min/argmin and max/argmax with NumPy's rules
+// (a NaN wins, the first index among equals). `merge(a, b)` is associative; backends merge in a
+// fixed order, so results are bitwise reproducible on one machine.
+//
+// Hot loops do not call `push` per element (a division each): they keep shifted sums
+// S1 = sum(x - K), S2 = sum((x - K)^2) for a shift K near the data (e.g. the array's first element)
+// and turn them into a state with `from_shifted_sums`, which is exact algebra and well conditioned
+// while |mean - K| is not much larger than the standard deviation.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "config.hpp"
+#include "operators.hpp"
+
+namespace multireduce {
+
+/// The sum's type: NumPy's accumulation type (int64 for signed, uint64 for unsigned integers,
+/// wrapping like NumPy) and double for floating point.
+template <class T>
+using statistics_sum_t = std::conditional_t<std::is_integral_v<T>,
+                                            std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>, double>;
+
+/// The statistics of an array. Population variance (ddof = 0). Empty array: count 0, sum 0,
+/// mean/var/std NaN, min/max the identities of minimum/maximum, argmin = argmax = -1, l1 = l2 = 0.
+template <class T>
+struct statistics {
+  std::int64_t count;
+  statistics_sum_t<T> sum;
+  double mean, var, std;
+  T min;
+  std::int64_t argmin;
+  T max;
+  std::int64_t argmax;
+  double l1, l2;
+};
+
+template <class T>
+struct statistics_accumulator {
+  using sum_type = statistics_sum_t<T>;
+  std::int64_t count = 0;
+  sum_type sum = 0;
+  double mean = 0, m2 = 0;  // m2 = sum (x - mean)^2
+  double l1 = 0, sum_squares = 0;
+  T min = minimum::identity<T>();
+  std::int64_t argmin = -1;
+  T max = maximum::identity<T>();
+  std::int64_t argmax = -1;
+
+  /// Adds element x found at position index (Welford). For tails and references, not hot loops.
+  MULTIREDUCE_HOST_DEVICE void push(T x, std::int64_t index) {
+    const double v = static_cast<double>(x);
+    count += 1;
+    sum = static_cast<sum_type>(sum + static_cast<sum_type>(x));
+    const double delta = v - mean;
+    mean += delta / static_cast<double>(count);
+    m2 += delta * (v - mean);
+    l1 += v < 0 ? -v : v;
+    sum_squares += v * v;
+    take_min(x, index);
+    take_max(x, index);
+  }
+
+  /// The state of `count` elements from their shifted sums s1 = sum(x - shift), s2 = sum((x - shift)^2).
+  MULTIREDUCE_HOST_DEVICE static statistics_accumulator from_shifted_sums(std::int64_t count, double shift, double s1,
+                                                                          double s2, sum_type sum, double l1,
+                                                                          double sum_squares, T min,
+                                                                          std::int64_t argmin, T max,
+                                                                          std::int64_t argmax) {
+    statistics_accumulator s;
+    s.count = count;
+    s.sum = sum;
+    if (count > 0) {
+      const double n = static_cast<double>(count);
+      const double d = s1 / n;
+      s.mean = shift + d;
+      const double m2 = s2 - s1 * d;
+      s.m2 = m2 > 0 || m2 != m2 ? m2 : 0;  // clamp rounding below zero; keep NaN (NaN or inf data)
+    }
+    s.l1 = l1;
+    s.sum_squares = sum_squares;
+    s.min = min;
+    s.argmin = argmin;
+    s.max = max;
+    s.argmax = argmax;
+    return s;
+  }
+
+  /// The state behind a result, its indices moved by index_offset (to merge results of chunks).
+  MULTIREDUCE_HOST_DEVICE static statistics_accumulator of_result(const statistics<T>& r, std::int64_t index_offset) {
+    statistics_accumulator s;
+    s.count = r.count;
+    s.sum = r.sum;
+    s.mean = r.count > 0 ? r.mean : 0;
+    s.m2 = r.count > 0 ? r.var * static_cast<double>(r.count) : 0;
+    s.l1 = r.l1;
+    s.sum_squares = r.l2 * r.l2;
+    s.min = r.min;
+    s.argmin = r.argmin < 0 ? -1 : r.argmin + index_offset;
+    s.max = r.max;
+    s.argmax = r.argmax < 0 ? -1 : r.argmax + index_offset;
+    return s;
+  }
+
+  /// Merges two states (Chan et al.). Associative; ties of min/max are settled by index.
+  MULTIREDUCE_HOST_DEVICE static statistics_accumulator merge(const statistics_accumulator& a,
+                                                              const statistics_accumulator& b) {
+    if (b.count == 0) return a;
+    if (a.count == 0) return b;
+    statistics_accumulator s = a;
+    const double na = static_cast<double>(a.count), nb = static_cast<double>(b.count);
+    const double n = na + nb;
+    const double delta = b.mean - a.mean;
+    s.count = a.count + b.count;
+    s.sum = static_cast<sum_type>(a.sum + b.sum);
+    // An infinite mean (infinite data) would make delta inf - inf: weight the means instead, which
+    // gives NumPy's mean (inf, or NaN for +inf with -inf); the variance is then NaN, as NumPy's.
+    const bool finite = delta - delta == 0;
+    s.mean = finite ? a.mean + delta * (nb / n) : (na * a.mean + nb * b.mean) / n;
+    s.m2 = finite ? a.m2 + b.m2 + delta * delta * (na * nb / n) : detail::limits<double>::quiet_NaN();
+    s.l1 = a.l1 + b.l1;
+    s.sum_squares = a.sum_squares + b.sum_squares;
+    s.take_min(b.min, b.argmin);
+    s.take_max(b.max, b.argmax);
+    return s;
+  }
+
+  MULTIREDUCE_HOST_DEVICE statistics<T> result() const {
+    statistics<T> r{};
+    r.count = count;
+    r.sum = sum;
+    const double nan = detail::limits<double>::quiet_NaN();
+    r.mean = count > 0 ? mean : nan;
+    r.var = count > 0 ? m2 / static_cast<double>(count) : nan;
+    r.std = count > 0 ? std::sqrt(r.var) : nan;
+    r.min = min;
+    r.argmin = argmin;
+    r.max = max;
+    r.argmax = argmax;
+    r.l1 = l1;
+    r.l2 = std::sqrt(sum_squares);
+    return r;
+  }
+
+ private:
+  MULTIREDUCE_HOST_DEVICE void take_min(T x, std::int64_t index) {
+    if (index < 0) return;
+    const auto m = multireduce::argmin{}(key_value<T>{min, argmin < 0 ? detail::limits<std::int64_t>::max() : argmin},
+                             key_value<T>{x, index});
+    min = m.value;
+    argmin = m.index;
+  }
+  MULTIREDUCE_HOST_DEVICE void take_max(T x, std::int64_t index) {
+    if (index < 0) return;
+    const auto m = multireduce::argmax{}(key_value<T>{max, argmax < 0 ? detail::limits<std::int64_t>::max() : argmax},
+                             key_value<T>{x, index});
+    max = m.value;
+    argmax = m.index;
+  }
+};
+
+}  // namespace multireduce

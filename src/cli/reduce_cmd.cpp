@@ -1,0 +1,450 @@
+// reduce_cmd.cpp -- `multireduce reduce` and `multireduce stats` (see reduce_cmd.hpp): read the
+// .npy input, turn the options into one reduce_job, pick the backend, write or print the result.
+#include "reduce_cmd.hpp"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <new>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "cpu_backend.hpp"
+#include "gpu_backend.hpp"
+#include "npy/npy.hpp"
+
+namespace multireduce::cli {
+
+namespace {
+
+/// A problem with the data or with options that do not fit the data: exit code 1.
+struct command_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+const std::map<std::string, op_kind>& op_names() {
+  static const std::map<std::string, op_kind> names{
+      {"sum", op_kind::sum},     {"prod", op_kind::prod},     {"min", op_kind::min},
+      {"max", op_kind::max},     {"and", op_kind::bit_and},   {"or", op_kind::bit_or},
+      {"xor", op_kind::bit_xor}, {"argmin", op_kind::argmin}, {"argmax", op_kind::argmax}};
+  return names;
+}
+
+bool is_float(npy::dtype t) { return t == npy::dtype::float16 || t == npy::dtype::float32 || t == npy::dtype::float64; }
+
+/// One value as printed: integers in decimal, floats as the shortest text that reads back to the
+/// same value (fmt's "{}": "0.1", "1e+30", "nan", "inf", "-inf"); float16 as its float32 value.
+template <class T>
+std::string format_value(T x) {
+  if constexpr (std::is_same_v<T, npy::float16_bits>)
+    return fmt::format("{}", npy::to_float(x));
+  else if constexpr (std::is_floating_point_v<T>)
+    return fmt::format("{}", x);
+  else if constexpr (std::is_signed_v<T>)
+    return fmt::format("{}", static_cast<std::int64_t>(x));
+  else
+    return fmt::format("{}", static_cast<std::uint64_t>(x));
+}
+
+std::string shape_string(const std::vector<std::int64_t>& shape) {
+  if (shape.size() == 1) return fmt::format("({},)", shape[0]);
+  std::string s = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + ")";
+}
+
+/// Refuses to write over an input: the output path must not name the same file.
+void check_not_an_input(const std::string& output, const std::vector<std::string>& inputs) {
+  std::error_code ec;
+  for (const auto& in : inputs)
+    if (!in.empty() && std::filesystem::equivalent(output, in, ec))
+      throw command_error(fmt::format("-o {}: that is an input file; inputs are never overwritten", output));
+}
+
+/// The rows x cols C-order array `in` of `size`-byte elements, transposed (cols x rows).
+std::vector<std::byte> transpose(const std::vector<std::byte>& in, std::int64_t rows, std::int64_t cols,
+                                 std::size_t size) {
+  std::vector<std::byte> out(in.size());
+  auto run = [&](auto element) {
+    using E = decltype(element);
+    const auto* src = reinterpret_cast<const E*>(in.data());
+    auto* dst = reinterpret_cast<E*>(out.data());
+    constexpr std::int64_t tile = 32;  // tiles keep both sides' cache lines in use
+    for (std::int64_t r0 = 0; r0 < rows; r0 += tile)
+      for (std::int64_t c0 = 0; c0 < cols; c0 += tile)
+        for (std::int64_t r = r0; r < std::min(rows, r0 + tile); ++r)
+          for (std::int64_t c = c0; c < std::min(cols, c0 + tile); ++c) dst[c * rows + r] = src[r * cols + c];
+  };
+  switch (size) {
+    case 1:
+      run(std::uint8_t{});
+      break;
+    case 2:
+      run(std::uint16_t{});
+      break;
+    case 4:
+      run(std::uint32_t{});
+      break;
+    default:
+      run(std::uint64_t{});
+      break;
+  }
+  return out;
+}
+
+/// The offsets file as int64, checked against an input of n elements.
+std::vector<std::int64_t> read_offsets(const std::string& path, std::int64_t n) {
+  const npy::array a = npy::read(path);
+  if (a.shape.size() != 1)
+    throw command_error(fmt::format("{}: offsets must be a 1-d array, got shape {}", path, shape_string(a.shape)));
+  std::vector<std::int64_t> o;
+  if (a.type == npy::dtype::int64) {
+    const auto v = a.values<std::int64_t>();
+    o.assign(v.begin(), v.end());
+  } else if (a.type == npy::dtype::int32) {
+    const auto v = a.values<std::int32_t>();
+    o.assign(v.begin(), v.end());
+  } else {
+    throw command_error(fmt::format("{}: offsets must be int32 or int64, got {}", path, npy::name_of(a.type)));
+  }
+  if (o.empty()) throw command_error(fmt::format("{}: offsets need at least one element (S + 1 for S segments)", path));
+  if (o.front() < 0) throw command_error(fmt::format("{}: offsets[0] = {} is negative", path, o.front()));
+  for (std::size_t i = 1; i < o.size(); ++i)
+    if (o[i] < o[i - 1])
+      throw command_error(fmt::format("{}: offsets must be non-decreasing, but offsets[{}] = {} > offsets[{}] = {}",
+                                      path, i - 1, o[i - 1], i, o[i]));
+  if (o.back() > n)
+    throw command_error(fmt::format("{}: offsets[{}] = {} is past the end of the input ({} elements)", path,
+                                    o.size() - 1, o.back(), n));
+  return o;
+}
+
+double gigabytes_per_second(std::int64_t bytes, double seconds) {
+  return seconds > 0 ? static_cast<double>(bytes) / seconds * 1e-9 : 0.0;
+}
+
+void print_cpu_timing(const char* command, double seconds, std::int64_t bytes, const std::string& why_not_gpu) {
+  fmt::print(stderr, "multireduce {}: backend cpu ({} threads){}\n", command, cpu_threads(),
+             why_not_gpu.empty() ? "" : "; not the GPU: " + why_not_gpu);
+  fmt::print(stderr, "multireduce {}: {:.6g} s, {:.3f} GB/s ({} bytes read and written)\n", command, seconds,
+             gigabytes_per_second(bytes, seconds), bytes);
+}
+
+void print_gpu_timing(const char* command, const gpu_timing& t, int device) {
+  fmt::print(stderr, "multireduce {}: backend cuda (device {}: {})\n", command, device, t.device_name);
+  fmt::print(stderr,
+             "multireduce {}: {:.6g} s on the device, {:.3f} GB/s ({} bytes read and written); transfers {:.6g} s\n",
+             command, t.seconds, gigabytes_per_second(t.bytes, t.seconds), t.bytes, t.transfer_seconds);
+}
+
+/// "" to use the GPU; otherwise why the CPU runs. --backend cuda with a reason is an error.
+std::string choose_backend(const std::string& backend, const std::string& reason) {
+  if (backend == "cpu") return "--backend cpu";
+  if (backend == "cuda" && !reason.empty()) throw command_error("--backend cuda: " + reason);
+  return reason;
+}
+
+/// Prints a command's failure; @return its exit code.
+int report(const char* command, const std::exception& e) {
+  fmt::print(stderr, "multireduce {}: error: {}\n", command, e.what());
+  return 1;
+}
+
+template <class F>
+int guarded(const char* command, F&& body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "multireduce {}: error: out of memory\n", command);
+    return 1;
+  } catch (const std::exception& e) {
+    return report(command, e);
+  }
+}
+
+// ---- reduce ------------------------------------------------------------------------------------
+
+int reduce_body(const reduce_options& opts) {
+  const op_kind op = op_names().at(opts.op);
+  const npy::array in = npy::read(opts.input);
+  const std::int64_t n = in.count();
+  const std::size_t ndim = in.shape.size();
+
+  const bool bitwise = op == op_kind::bit_and || op == op_kind::bit_or || op == op_kind::bit_xor;
+  if (bitwise && is_float(in.type))
+    throw command_error(
+        fmt::format("--op {} needs an integer dtype; {} holds {}", opts.op, opts.input, npy::name_of(in.type)));
+
+  const bool segmented = opts.segment_length || !opts.offsets.empty() || opts.window;
+  if (ndim > 2)
+    throw command_error(fmt::format("{} is {}-d, shape {}: reduce takes 1-d and 2-d arrays (reshape first)", opts.input,
+                                    ndim, shape_string(in.shape)));
+  if (ndim != 1 && segmented)
+    throw command_error(fmt::format("--segment-length, --offsets and --window apply to 1-d input; {} has shape {}",
+                                    opts.input, shape_string(in.shape)));
+  if (ndim == 0 && opts.axis) throw command_error(fmt::format("--axis: {} is 0-d, it has no axis", opts.input));
+  if (ndim == 1 && opts.axis && *opts.axis != 0 && *opts.axis != -1)
+    throw command_error(fmt::format("--axis {}: {} is 1-d, the axis must be 0 or -1", *opts.axis, opts.input));
+  if (ndim == 2 && opts.axis && (*opts.axis < -2 || *opts.axis > 1))
+    throw command_error(fmt::format("--axis {}: {} is 2-d, the axis must be 0, 1, -1 or -2", *opts.axis, opts.input));
+
+  reduce_job job;
+  job.type = in.type;
+  job.data = in.data.data();
+  job.n = n;
+  job.op = op;
+  std::vector<std::int64_t> out_shape;  // the reduced axis disappears, as in NumPy
+  std::vector<std::int64_t> offsets;
+  std::vector<std::byte> transposed;
+  if (ndim == 2) {
+    const std::int64_t rows = in.shape[0], cols = in.shape[1];
+    const bool along_rows = !opts.axis || *opts.axis == 1 || *opts.axis == -1;  // reduce each row
+    if (!along_rows) {
+      transposed = transpose(in.data, rows, cols, npy::size_of(in.type));
+      job.data = transposed.data();
+    }
+    job.shape = shape_kind::fixed_segments;
+    job.segments = along_rows ? rows : cols;
+    job.length = along_rows ? cols : rows;
+    out_shape = {job.segments};
+  } else if (opts.segment_length) {
+    const std::int64_t length = *opts.segment_length;
+    if (n % length != 0)
+      throw command_error(fmt::format("--segment-length {} does not divide the input's length {}", length, n));
+    job.shape = shape_kind::fixed_segments;
+    job.length = length;
+    job.segments = n / length;
+    out_shape = {job.segments};
+  } else if (!opts.offsets.empty()) {
+    offsets = read_offsets(opts.offsets, n);
+    job.shape = shape_kind::offsets;
+    job.offsets = offsets.data();
+    job.segments = static_cast<std::int64_t>(offsets.size()) - 1;
+    out_shape = {job.segments};
+  } else if (opts.window) {
+    job.shape = shape_kind::window;
+    job.length = *opts.window;
+    out_shape = {n >= job.length ? n - job.length + 1 : 0};
+  } else {
+    job.shape = shape_kind::whole;  // 1-d or 0-d: a 0-d result
+  }
+  if (!opts.output.empty()) check_not_an_input(opts.output, {opts.input, opts.offsets});
+
+  const std::string why_not_gpu =
+      choose_backend(opts.backend, opts.backend == "cpu" ? "" : gpu_unsupported_reason(job, opts.device));
+  reduce_output result;
+  if (why_not_gpu.empty()) {
+    gpu_timing timing;
+    result = gpu_reduce(job, opts.device, &timing);
+    if (opts.timing) print_gpu_timing("reduce", timing, opts.device);
+  } else {
+    const auto start = std::chrono::steady_clock::now();
+    result = cpu_reduce(job);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (opts.timing) {
+      const auto bytes =
+          static_cast<std::int64_t>(in.data.size() + result.data.size() + offsets.size() * sizeof(std::int64_t));
+      print_cpu_timing("reduce", seconds, bytes, opts.backend == "cpu" ? "" : why_not_gpu);
+    }
+  }
+  std::int64_t expected = 1;
+  for (const std::int64_t d : out_shape) expected *= d;
+  if (result.count != expected || result.data.size() != static_cast<std::size_t>(expected) * npy::size_of(result.type))
+    throw std::logic_error(fmt::format("the backend returned {} results, expected {}", result.count, expected));
+
+  if (!opts.output.empty()) {
+    npy::write(opts.output, result.type, out_shape, result.data.data());
+    return 0;
+  }
+  fmt::memory_buffer text;
+  npy::visit(result.type, [&](auto element) {
+    using T = decltype(element);
+    for (std::int64_t i = 0; i < result.count; ++i) {
+      T x;
+      std::memcpy(&x, result.data.data() + i * sizeof(T), sizeof(T));
+      fmt::format_to(std::back_inserter(text), "{}\n", format_value(x));
+    }
+  });
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
+// ---- stats -------------------------------------------------------------------------------------
+
+/// JSON has no NaN or infinity: those become null.
+template <class T>
+nlohmann::ordered_json json_value(T x) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (!std::isfinite(x)) return nullptr;
+    return static_cast<double>(x);
+  } else if constexpr (std::is_signed_v<T>) {
+    return static_cast<std::int64_t>(x);
+  } else {
+    return static_cast<std::uint64_t>(x);
+  }
+}
+
+template <class T>
+void print_statistics(const statistics<T>& s, bool json) {
+  if (json) {
+    nlohmann::ordered_json j;
+    j["count"] = s.count;
+    j["sum"] = json_value(s.sum);
+    j["mean"] = json_value(s.mean);
+    j["var"] = json_value(s.var);
+    j["std"] = json_value(s.std);
+    j["min"] = json_value(s.min);
+    j["argmin"] = s.argmin;
+    j["max"] = json_value(s.max);
+    j["argmax"] = s.argmax;
+    j["l1"] = json_value(s.l1);
+    j["l2"] = json_value(s.l2);
+    // nlohmann writes each double as the shortest text that reads back to the same value.
+    fmt::print("{}\n", j.dump(2));
+    return;
+  }
+  fmt::print(
+      "count: {}\nsum: {}\nmean: {}\nvar: {}\nstd: {}\nmin: {}\nargmin: {}\nmax: {}\nargmax: {}\nl1: {}\nl2: {}\n",
+      s.count, format_value(s.sum), format_value(s.mean), format_value(s.var), format_value(s.std), format_value(s.min),
+      s.argmin, format_value(s.max), s.argmax, format_value(s.l1), format_value(s.l2));
+}
+
+int stats_body(const stats_options& opts) {
+  const npy::array in = npy::read(opts.input);
+  const std::int64_t n = in.count();
+  const bool half = in.type == npy::dtype::float16;
+  std::string reason;
+  if (opts.backend != "cpu") {
+    reason = gpu_unsupported_reason_for_stats(in.type, opts.device);
+    if (reason.empty() && half) reason = "the GPU statistics take no float16";
+  }
+  const std::string why_not_gpu = choose_backend(opts.backend, reason);
+  const auto bytes = static_cast<std::int64_t>(in.data.size());
+  npy::visit(in.type, [&](auto element) {
+    using T = decltype(element);
+    const auto start = std::chrono::steady_clock::now();
+    auto finish_cpu = [&](const auto& s) {
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (opts.timing) print_cpu_timing("stats", seconds, bytes, opts.backend == "cpu" ? "" : why_not_gpu);
+      print_statistics(s, opts.json);
+    };
+    if constexpr (std::is_same_v<T, npy::float16_bits>) {
+      finish_cpu(cpu_statistics(in.values<npy::float16_bits>().data(), n));
+    } else if (why_not_gpu.empty()) {
+      gpu_timing timing;
+      const statistics<T> s = gpu_statistics(in.values<T>().data(), n, opts.device, &timing);
+      if (opts.timing) print_gpu_timing("stats", timing, opts.device);
+      print_statistics(s, opts.json);
+    } else {
+      finish_cpu(cpu_statistics(in.values<T>().data(), n));
+    }
+  });
+  return 0;
+}
+
+/// A count option's check: an integer >= 1 (a non-integer is left to CLI11's own conversion error).
+CLI::Validator at_least_one() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        long long v = 0;
+        std::size_t used = 0;
+        try {
+          v = std::stoll(text, &used);
+        } catch (const std::exception&) {
+          return "";
+        }
+        return used == text.size() && v < 1 ? "must be >= 1, got " + text : "";
+      },
+      "INT>=1");
+}
+
+constexpr const char* backend_help =
+    "auto: the GPU when it supports the job, else the CPU; cuda: the GPU or an error saying why not; cpu";
+
+/// --backend, --device and --timing: the same for reduce and stats.
+void add_backend_options(CLI::App& cmd, std::string& backend, int& device, bool& timing) {
+  cmd.add_option("--backend", backend, backend_help)->check(CLI::IsMember({"auto", "cuda", "cpu"}))->capture_default_str();
+  cmd.add_option("--device", device, "CUDA device ordinal")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd.add_flag("--timing", timing, "print the backend, the time and the bandwidth to stderr");
+}
+
+}  // namespace
+
+CLI::App* add_reduce_command(CLI::App& app, reduce_options& opts) {
+  auto* cmd = app.add_subcommand("reduce", "reduce a .npy array: whole, along an axis, in segments or sliding windows");
+  cmd->add_option("input", opts.input, "input .npy file (1-d or 2-d; 0-d counts as one element)")->required();
+  std::vector<std::string> ops;
+  for (const auto& [name, kind] : op_names()) ops.push_back(name);
+  cmd->add_option("--op", opts.op, "sum | prod | min | max | and | or | xor | argmin | argmax")
+      ->required()
+      ->check(CLI::IsMember(ops));
+  cmd->add_option("-o,--output", opts.output, "write the result to this .npy file (atomically) instead of printing it");
+  auto* seg = cmd->add_option_function<std::int64_t>(
+                     "--segment-length", [&opts](const std::int64_t& v) { opts.segment_length = v; },
+                     "1-d: reduce consecutive segments of this length (must divide the length); result (n / L,)")
+                  ->check(at_least_one());
+  auto* off = cmd->add_option("--offsets", opts.offsets,
+                              "1-d: a .npy of S + 1 non-decreasing int32/int64 offsets; segment s is "
+                              "[o[s], o[s+1]); result (S,)");
+  auto* win = cmd->add_option_function<std::int64_t>(
+                     "--window", [&opts](const std::int64_t& v) { opts.window = v; },
+                     "1-d: every window of W consecutive elements; result (n - W + 1,), empty when W > n")
+                  ->check(at_least_one());
+  seg->excludes(off)->excludes(win);
+  off->excludes(win);
+  cmd->add_option_function<int>(
+      "--axis", [&opts](const int& v) { opts.axis = v; },
+      "2-d: the axis reduced: -1 or 1 (each row, the default), 0 or -2 (each column); 1-d: 0 or -1");
+  add_backend_options(*cmd, opts.backend, opts.device, opts.timing);
+  cmd->footer(
+      "Results follow NumPy: the reduced axis disappears (a whole 1-d reduction is 0-d, shape ()).\n"
+      "sum/prod: int64 for signed integers, uint64 for unsigned (wrapping), floats keep their type\n"
+      "(float16 is accumulated in float32 and written as float16). min/max/and/or/xor keep the input\n"
+      "type; argmin/argmax give int64 positions within the segment or window (the first extreme; a\n"
+      "NaN wins, the first NaN). and/or/xor need integers.\n"
+      "Empty input or segment: the operator's identity (0, 1, all bits set); min/max of nothing give\n"
+      "+inf/-inf or the type's max/lowest (NumPy raises instead); argmin/argmax of nothing give -1.\n"
+      "Without -o the result is printed, one value per line (a 0-d result: one line); floats as the\n"
+      "shortest text that reads back to the same value (nan, inf, -inf); float16 as its float32 value.\n"
+      "Exit codes: 0 done, 1 bad data or options that do not fit the data, 2 usage errors.");
+  return cmd;
+}
+
+CLI::App* add_stats_command(CLI::App& app, stats_options& opts) {
+  auto* cmd = app.add_subcommand(
+      "stats", "count, sum, mean, var, std, min, argmin, max, argmax, l1, l2 of a .npy array, one pass");
+  cmd->add_option("input", opts.input, "input .npy file (any shape, taken flat in C order)")->required();
+  cmd->add_flag("--json", opts.json, "print a JSON object instead of key: value lines");
+  add_backend_options(*cmd, opts.backend, opts.device, opts.timing);
+  cmd->footer(
+      "var and std are the population's (ddof = 0); l1 = sum |x|, l2 = sqrt(sum x^2). sum: int64 for\n"
+      "signed integers, uint64 for unsigned (wrapping, as NumPy), float64 for floats; mean/var/std/l1/l2\n"
+      "are float64. argmin/argmax: the first extreme, a NaN wins (NumPy). Empty input: count 0, sum 0,\n"
+      "mean/var/std nan, min/max the identities (+inf/-inf or the type's max/lowest), argmin/argmax -1.\n"
+      "float16 is widened to float32 (CPU only). Text: floats as the shortest text that reads back to\n"
+      "the same value (nan, inf). JSON: NaN and infinities become null (JSON has neither).");
+  return cmd;
+}
+
+int run_reduce(const reduce_options& opts) {
+  return guarded("reduce", [&] { return reduce_body(opts); });
+}
+
+int run_stats(const stats_options& opts) {
+  return guarded("stats", [&] { return stats_body(opts); });
+}
+
+}  // namespace multireduce::cli

@@ -1,0 +1,608 @@
+// multireduce::npy -- see npy.hpp for what is accepted and why.
+// No fmt here on purpose: tests/fuzz/run_fuzz.cmake compiles this file alone with clang and
+// libFuzzer, and a dependency-free file keeps that build trivial.
+#include "npy/npy.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <bit>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <utility>
+
+namespace multireduce::npy {
+namespace {
+
+constexpr std::string_view magic = "\x93NUMPY";
+constexpr std::size_t array_align = 64;           // numpy.lib.format.ARRAY_ALIGN
+constexpr std::size_t growth_axis_max_digits = 21;  // numpy.lib.format.GROWTH_AXIS_MAX_DIGITS
+// A numeric array's header is under 2 KiB (at most 64 dimensions); NumPy itself refuses headers
+// over 10,000 characters by default. The cap bounds the parser's memory on hostile files.
+constexpr std::size_t max_header_bytes = std::size_t{1} << 20;
+constexpr int max_nesting = 32;
+
+struct dtype_info {
+  dtype type;
+  std::string_view name;
+  std::string_view descr;  // what numpy.save writes, little-endian
+  std::size_t size;
+};
+constexpr std::array<dtype_info, 11> dtypes{{
+    {dtype::int8, "int8", "|i1", 1},
+    {dtype::int16, "int16", "<i2", 2},
+    {dtype::int32, "int32", "<i4", 4},
+    {dtype::int64, "int64", "<i8", 8},
+    {dtype::uint8, "uint8", "|u1", 1},
+    {dtype::uint16, "uint16", "<u2", 2},
+    {dtype::uint32, "uint32", "<u4", 4},
+    {dtype::uint64, "uint64", "<u8", 8},
+    {dtype::float16, "float16", "<f2", 2},
+    {dtype::float32, "float32", "<f4", 4},
+    {dtype::float64, "float64", "<f8", 8},
+}};
+
+const dtype_info& info(dtype type) {
+  for (const auto& i : dtypes)
+    if (i.type == type) return i;
+  throw error("npy: invalid dtype value " + std::to_string(static_cast<int>(type)));
+}
+
+/// Text from a file, made safe to print: printable ASCII kept, the rest as \xNN, long text cut.
+std::string printable(std::string_view s, std::size_t max_chars = 100) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (out.size() >= max_chars) {
+      out += "...";
+      break;
+    }
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      constexpr char hex[] = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+[[noreturn]] void fail(std::string_view name, const std::string& what) {
+  throw error(std::string(name) + ": " + what);
+}
+
+std::string shape_repr(std::span<const std::int64_t> shape) {  // Python's repr of the tuple
+  std::string s = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  if (shape.size() == 1) s += ",";
+  return s + ")";
+}
+
+/// Bytes for count(shape) elements of `size` bytes, or nullopt past int64 (NumPy's rule: zero
+/// dimensions are skipped, so (2**62, 2**62, 0) is too big as well).
+std::optional<std::int64_t> checked_bytes(std::span<const std::int64_t> shape, std::size_t size) {
+  std::int64_t bytes = static_cast<std::int64_t>(size);
+  bool zero = false;
+  for (const std::int64_t d : shape) {
+    if (d < 0) return std::nullopt;
+    if (d == 0) {
+      zero = true;
+      continue;
+    }
+    if (bytes > std::numeric_limits<std::int64_t>::max() / d) return std::nullopt;
+    bytes *= d;
+  }
+  return zero ? 0 : bytes;
+}
+
+void swap_elements(std::span<std::byte> data, std::size_t size) {
+  if (size == 1) return;
+  for (std::size_t i = 0; i + size <= data.size(); i += size) std::reverse(&data[i], &data[i] + size);
+}
+
+// ---- the header: a Python dict literal ------------------------------------------------------------
+
+struct literal {
+  enum class kind { string, integer, boolean, none, tuple, list, dict };
+  kind k = kind::none;
+  std::string_view source;  // the literal as written, for messages
+  std::string_view text;    // string: what is between the quotes (escapes not decoded)
+  std::int64_t integer = 0;
+  bool fits = true;  // integer: false beyond int64
+  bool truth = false;
+  std::vector<literal> items;  // tuple, list; dict: key, value, key, value, ...
+};
+
+class header_parser {
+ public:
+  header_parser(std::string_view header, std::string_view name) : s_(header), name_(name) {}
+
+  literal parse_dict() {
+    skip_space();
+    if (at_end() || s_[pos_] != '{')
+      fail(name_, "header is not a Python dict literal: '" + printable(s_) + "'");
+    literal d = value(0);
+    skip_space();
+    if (!at_end()) malformed("unexpected text after the dict");
+    return d;
+  }
+
+ private:
+  bool at_end() const { return pos_ >= s_.size(); }
+
+  void skip_space() {
+    while (!at_end() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r' ||
+                         s_[pos_] == '\f' || s_[pos_] == '\v'))
+      ++pos_;
+  }
+
+  [[noreturn]] void malformed(const std::string& what) const {
+    fail(name_, "malformed header: " + what + " at offset " + std::to_string(pos_) + " of '" + printable(s_) + "'");
+  }
+
+  literal value(int depth) {
+    if (depth > max_nesting) malformed("nesting deeper than " + std::to_string(max_nesting));
+    skip_space();
+    if (at_end()) malformed("header ends where a value was expected (truncated?)");
+    const std::size_t start = pos_;
+    literal v;
+    const char c = s_[pos_];
+    if (c == '{' || c == '(' || c == '[') {
+      v = sequence(depth, c);
+    } else if (c == '\'' || c == '"') {
+      v = string();
+    } else if (c == '-' || c == '+' || (c >= '0' && c <= '9')) {
+      v = integer();
+    } else if (is_name_char(c)) {
+      std::size_t end = pos_;
+      while (end < s_.size() && is_name_char(s_[end])) ++end;
+      const std::string_view word = s_.substr(pos_, end - pos_);
+      if (word == "True" || word == "False") {
+        v.k = literal::kind::boolean;
+        v.truth = word == "True";
+      } else if (word == "None") {
+        v.k = literal::kind::none;
+      } else {
+        malformed("unexpected '" + printable(word, 40) + "'");
+      }
+      pos_ = end;
+    } else {
+      malformed("unexpected character '" + printable(s_.substr(pos_, 1)) + "'");
+    }
+    if (v.source.empty()) v.source = s_.substr(start, pos_ - start);
+    return v;
+  }
+
+  static bool is_name_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  }
+
+  literal string() {
+    literal v;
+    v.k = literal::kind::string;
+    const char quote = s_[pos_++];
+    const std::size_t start = pos_;
+    while (!at_end() && s_[pos_] != quote) {
+      if (s_[pos_] == '\n') malformed("newline inside a string");
+      pos_ += s_[pos_] == '\\' ? 2 : 1;
+    }
+    if (at_end()) {
+      pos_ = s_.size();
+      malformed("unterminated string");
+    }
+    v.text = s_.substr(start, pos_ - start);
+    ++pos_;
+    return v;
+  }
+
+  literal integer() {
+    literal v;
+    v.k = literal::kind::integer;
+    bool negative = false;
+    if (s_[pos_] == '-' || s_[pos_] == '+') negative = s_[pos_++] == '-';
+    if (at_end() || s_[pos_] < '0' || s_[pos_] > '9') malformed("expected digits after the sign");
+    std::uint64_t magnitude = 0;
+    for (; !at_end() && s_[pos_] >= '0' && s_[pos_] <= '9'; ++pos_) {
+      const auto digit = static_cast<std::uint64_t>(s_[pos_] - '0');
+      if (magnitude > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) v.fits = false;
+      else magnitude = magnitude * 10 + digit;
+    }
+    if (!at_end() && is_name_char(s_[pos_])) malformed("unexpected character after a number");
+    constexpr auto max = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    if (!v.fits || magnitude > max + (negative ? 1 : 0)) {
+      v.fits = false;
+    } else if (negative) {
+      v.integer = magnitude == max + 1 ? std::numeric_limits<std::int64_t>::min() : -static_cast<std::int64_t>(magnitude);
+    } else {
+      v.integer = static_cast<std::int64_t>(magnitude);
+    }
+    return v;
+  }
+
+  // {k: v, ...}, (a, b, ...) or [a, b, ...], trailing comma allowed. "(x)" is x, not a tuple.
+  literal sequence(int depth, char open) {
+    const std::size_t start = pos_++;
+    const char close = open == '{' ? '}' : open == '(' ? ')' : ']';
+    literal v;
+    v.k = open == '{' ? literal::kind::dict : open == '(' ? literal::kind::tuple : literal::kind::list;
+    bool comma = false;
+    for (;;) {
+      skip_space();
+      if (at_end()) malformed(std::string("header ends before the closing '") + close + "' (truncated?)");
+      if (s_[pos_] == close) break;
+      v.items.push_back(value(depth + 1));
+      if (open == '{') {
+        if (v.items.back().k != literal::kind::string) malformed("dict key is not a string");
+        skip_space();
+        if (at_end() || s_[pos_] != ':') malformed("expected ':' after a dict key");
+        ++pos_;
+        v.items.push_back(value(depth + 1));
+      }
+      skip_space();
+      if (at_end()) malformed(std::string("header ends before the closing '") + close + "' (truncated?)");
+      if (s_[pos_] == ',') {
+        comma = true;
+        ++pos_;
+        continue;
+      }
+      if (s_[pos_] != close) malformed(std::string("expected ',' or '") + close + "'");
+    }
+    ++pos_;
+    if (open == '(' && v.items.size() == 1 && !comma) {
+      literal inner = std::move(v.items.front());
+      return inner;
+    }
+    v.source = s_.substr(start, pos_ - start);
+    return v;
+  }
+
+  std::string_view s_;
+  std::string_view name_;
+  std::size_t pos_ = 0;
+};
+
+struct descr_info {
+  dtype type;
+  bool swap;  // stored in the other byte order than this machine's
+};
+
+descr_info parse_descr(const literal& d, std::string_view name) {
+  if (d.k == literal::kind::list)
+    fail(name, "unsupported dtype '" + printable(d.source) + "' (structured dtypes are not supported)");
+  if (d.k != literal::kind::string)
+    fail(name, "unsupported dtype '" + printable(d.source) + "' (descr is not a dtype string)");
+  std::string_view s = d.text;
+  char order = '=';
+  if (!s.empty() && (s[0] == '<' || s[0] == '>' || s[0] == '|' || s[0] == '='))
+    order = s[0], s.remove_prefix(1);
+  if (s == "b1")
+    fail(name, "unsupported dtype '" + printable(d.text) + "' (bool): convert with a.astype(np.uint8) before saving");
+  if (s == "O" || s == "O8" || s == "O4")
+    fail(name, "unsupported dtype '" + printable(d.text) + "' (Python objects)");
+  static constexpr std::array<std::pair<std::string_view, dtype>, 11> kinds{{
+      {"i1", dtype::int8},
+      {"i2", dtype::int16},
+      {"i4", dtype::int32},
+      {"i8", dtype::int64},
+      {"u1", dtype::uint8},
+      {"u2", dtype::uint16},
+      {"u4", dtype::uint32},
+      {"u8", dtype::uint64},
+      {"f2", dtype::float16},
+      {"f4", dtype::float32},
+      {"f8", dtype::float64},
+  }};
+  for (const auto& [code, type] : kinds) {
+    if (s != code) continue;
+    const bool little = std::endian::native == std::endian::little;
+    return {type, (order == '<' && !little) || (order == '>' && little)};
+  }
+  fail(name, "unsupported dtype '" + printable(d.text) +
+                 "' (supported: int8..int64, uint8..uint64, float16, float32, float64)");
+}
+
+std::vector<std::int64_t> parse_shape(const literal& s, std::string_view name) {
+  if (s.k != literal::kind::tuple) fail(name, "shape is not a tuple: '" + printable(s.source) + "'");
+  std::vector<std::int64_t> shape;
+  shape.reserve(s.items.size());
+  for (const literal& d : s.items) {
+    if (d.k != literal::kind::integer)
+      fail(name, "shape is not a tuple of integers: '" + printable(s.source) + "'");
+    if (!d.fits) fail(name, "shape dimension " + printable(d.source) + " is too large in '" + printable(s.source) + "'");
+    if (d.integer < 0) fail(name, "negative dimension " + std::to_string(d.integer) + " in shape " + printable(s.source));
+    shape.push_back(d.integer);
+  }
+  return shape;
+}
+
+std::uint32_t read_le(const std::byte* p, std::size_t n) {
+  std::uint32_t v = 0;
+  for (std::size_t i = n; i-- > 0;) v = (v << 8) | std::to_integer<std::uint32_t>(p[i]);
+  return v;
+}
+
+std::vector<std::byte> encode_named(std::string_view name, dtype type, std::span<const std::int64_t> shape,
+                                    const void* data) {
+  const dtype_info& t = info(type);
+  for (const std::int64_t d : shape)
+    if (d < 0) fail(name, "cannot write shape " + shape_repr(shape) + ": negative dimension");
+  const auto bytes = checked_bytes(shape, t.size);
+  if (!bytes || static_cast<std::uint64_t>(*bytes) > std::numeric_limits<std::size_t>::max() / 2)
+    fail(name, "cannot write shape " + shape_repr(shape) + ": too many elements");
+  if (*bytes > 0 && data == nullptr) fail(name, "cannot write shape " + shape_repr(shape) + ": data is null");
+
+  std::string header = "{'descr': '" + std::string(t.descr) + "', 'fortran_order': False, 'shape': " +
+                       shape_repr(shape) + ", }";
+  if (!shape.empty()) {  // NumPy's spare room for growing the first axis in place
+    const std::size_t digits = std::to_string(shape.front()).size();
+    if (digits < growth_axis_max_digits) header.append(growth_axis_max_digits - digits, ' ');
+  }
+  std::size_t prefix = magic.size() + 2 + 2;  // magic, version, uint16 length
+  const std::size_t hlen = header.size() + 1;  // + the final newline
+  std::size_t padded = hlen + array_align - (prefix + hlen) % array_align;
+  char major = 1;
+  if (padded > 0xffff) {
+    major = 2;
+    prefix = magic.size() + 2 + 4;  // uint32 length
+    padded = hlen + array_align - (prefix + hlen) % array_align;
+  }
+  header.append(padded - hlen, ' ');
+  header += '\n';
+
+  std::vector<std::byte> out;
+  out.reserve(prefix + padded + static_cast<std::size_t>(*bytes));
+  auto put = [&](std::string_view s) {
+    for (const char c : s) out.push_back(static_cast<std::byte>(c));
+  };
+  put(magic);
+  out.push_back(static_cast<std::byte>(major));
+  out.push_back(std::byte{0});
+  for (std::size_t i = 0; i < prefix - magic.size() - 2; ++i)  // the header length, little-endian
+    out.push_back(static_cast<std::byte>((padded >> (8 * i)) & 0xff));
+  put(header);
+  const auto* p = static_cast<const std::byte*>(data);
+  out.insert(out.end(), p, p + *bytes);
+  if constexpr (std::endian::native == std::endian::big)
+    swap_elements(std::span<std::byte>(out).subspan(prefix + padded), t.size);
+  return out;
+}
+
+/// Removes the temporary file unless released; closes its descriptor.
+struct temporary_file {
+  std::filesystem::path path;
+  int fd = -1;
+  ~temporary_file() {
+    if (fd >= 0) ::close(fd);
+    if (!path.empty()) ::unlink(path.c_str());
+  }
+};
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+void write_atomically(const std::filesystem::path& path, std::span<const std::byte> bytes) {
+  const std::string name = path.string();
+  const std::filesystem::path filename = path.filename();
+  if (filename.empty() || filename == "." || filename == "..") fail(name, "cannot write: not a file name");
+  std::filesystem::path dir = path.parent_path();
+  if (dir.empty()) dir = ".";
+
+  static std::atomic<unsigned> counter{0};
+  temporary_file tmp;
+  for (int attempt = 0; tmp.fd < 0; ++attempt) {
+    std::filesystem::path candidate = dir / ("." + filename.string() + ".tmp-" + std::to_string(::getpid()) + "-" +
+                                             std::to_string(counter.fetch_add(1)));
+    const int fd = ::open(candidate.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+      tmp.fd = fd;
+      tmp.path = std::move(candidate);
+    } else if (errno != EEXIST || attempt > 100) {
+      const int e = errno;
+      std::error_code ec;
+      if (e == ENOENT && !std::filesystem::is_directory(dir, ec))
+        fail(name, "cannot write: directory '" + dir.string() + "' does not exist");
+      fail(name, "cannot create a temporary file in '" + dir.string() + "': " + errno_text(e));
+    }
+  }
+  for (std::size_t done = 0; done < bytes.size();) {
+    const ::ssize_t n = ::write(tmp.fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail(name, "cannot write '" + tmp.path.string() + "': " + errno_text(n < 0 ? errno : EIO));
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(tmp.fd) != 0) fail(name, "cannot flush '" + tmp.path.string() + "': " + errno_text(errno));
+  const int fd = std::exchange(tmp.fd, -1);
+  if (::close(fd) != 0) fail(name, "cannot close '" + tmp.path.string() + "': " + errno_text(errno));
+  std::error_code ec;
+  std::filesystem::rename(tmp.path, path, ec);
+  if (ec) fail(name, "cannot rename '" + tmp.path.string() + "' to it: " + ec.message());
+  tmp.path.clear();  // it is the output now
+}
+
+}  // namespace
+
+std::size_t size_of(dtype type) { return info(type).size; }
+std::string_view name_of(dtype type) { return info(type).name; }
+std::string_view descr_of(dtype type) { return info(type).descr; }
+
+std::optional<dtype> parse_dtype_name(std::string_view name) {
+  for (const auto& i : dtypes)
+    if (i.name == name) return i.type;
+  return std::nullopt;
+}
+
+float to_float(float16_bits h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h.bits & 0x8000u) << 16;
+  const std::uint32_t exponent = (h.bits >> 10) & 0x1fu;
+  const std::uint32_t mantissa = h.bits & 0x3ffu;
+  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24, exact in float
+    const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
+    return sign ? -magnitude : magnitude;
+  }
+  if (exponent == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mantissa << 13));
+  return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
+
+float16_bits to_float16(float x) {
+  const std::uint32_t f = std::bit_cast<std::uint32_t>(x);
+  const auto sign = static_cast<std::uint16_t>((f >> 16) & 0x8000u);
+  const std::uint32_t magnitude = f & 0x7fffffffu;
+  if (magnitude > 0x7f800000u)  // NaN: quiet, top payload bits kept
+    return {static_cast<std::uint16_t>(sign | 0x7e00u | ((magnitude >> 13) & 0x3ffu))};
+  if (magnitude >= 0x477ff000u) return {static_cast<std::uint16_t>(sign | 0x7c00u)};  // >= 65520: infinity
+  // Keep `keep` = the float16 bits before rounding, `dropped` the bits below them, `half` the
+  // weight of half a float16 unit in those bits; round to nearest, ties to even.
+  std::uint32_t keep, dropped, half;
+  if (magnitude >= 0x38800000u) {  // normal float16 (>= 2^-14): rebias the exponent by 127 - 15
+    keep = (magnitude - 0x38000000u) >> 13;
+    dropped = magnitude & 0x1fffu;
+    half = 0x1000u;
+  } else {  // subnormal float16: units of 2^-24
+    const std::uint32_t exponent = magnitude >> 23;
+    if (exponent < 102) return {sign};  // below 2^-25: rounds to zero
+    const std::uint32_t mantissa = (magnitude & 0x7fffffu) | 0x800000u;
+    const std::uint32_t shift = 126 - exponent;  // 14..24
+    keep = mantissa >> shift;
+    dropped = mantissa & ((1u << shift) - 1);
+    half = 1u << (shift - 1);
+  }
+  if (dropped > half || (dropped == half && (keep & 1u))) ++keep;  // a carry may reach the exponent: right
+  return {static_cast<std::uint16_t>(sign | keep)};
+}
+
+std::int64_t array::count() const {
+  const auto n = checked_bytes(shape, 1);
+  if (!n) throw error("npy::array: shape " + shape_repr(shape) + " is negative or too large");
+  return *n;
+}
+
+void array::check_access(dtype requested) const {
+  if (requested != type)
+    throw error("npy::array: elements are " + std::string(name_of(type)) + ", not " + std::string(name_of(requested)));
+  if (static_cast<std::uint64_t>(count()) * size_of(type) != data.size())
+    throw error("npy::array: " + std::to_string(data.size()) + " bytes of data for shape " + shape_repr(shape) +
+                " of " + std::string(name_of(type)));
+}
+
+array parse(std::span<const std::byte> file, std::string_view name) {
+  const auto bytes_text = [&](std::size_t offset, std::size_t n) {
+    return std::string_view(reinterpret_cast<const char*>(file.data()) + offset, n);
+  };
+  const std::size_t size = file.size();
+  if (size == 0) fail(name, "empty file, not a .npy file");
+  if (bytes_text(0, std::min(size, magic.size())) != magic.substr(0, std::min(size, magic.size())))
+    fail(name, "not a .npy file (bad magic: starts with '" + printable(bytes_text(0, std::min(size, magic.size()))) +
+                   "', expected '\\x93NUMPY')");
+  if (size < magic.size() + 2) fail(name, "truncated header: the file ends after " + std::to_string(size) + " bytes");
+  const auto major = std::to_integer<unsigned>(file[6]);
+  const auto minor = std::to_integer<unsigned>(file[7]);
+  if ((major != 1 && major != 2 && major != 3) || minor != 0)
+    fail(name, "unsupported .npy format version " + std::to_string(major) + "." + std::to_string(minor) +
+                   " (supported: 1.0, 2.0, 3.0)");
+  const std::size_t length_bytes = major == 1 ? 2 : 4;
+  const std::size_t header_start = magic.size() + 2 + length_bytes;
+  if (size < header_start) fail(name, "truncated header: the file ends after " + std::to_string(size) + " bytes");
+  const std::size_t header_length = read_le(file.data() + magic.size() + 2, length_bytes);
+  if (header_length > size - header_start)
+    fail(name, "truncated header: it claims " + std::to_string(header_length) + " bytes, the file has " +
+                   std::to_string(size - header_start) + " after the length field");
+  if (header_length > max_header_bytes)
+    fail(name, "header of " + std::to_string(header_length) + " bytes is too long for a numeric array (limit " +
+                   std::to_string(max_header_bytes) + ")");
+
+  const literal dict = header_parser(bytes_text(header_start, header_length), name).parse_dict();
+  const literal* descr = nullptr;
+  const literal* fortran_order = nullptr;
+  const literal* shape = nullptr;
+  for (std::size_t i = 0; i + 1 < dict.items.size(); i += 2) {
+    const std::string_view key = dict.items[i].text;
+    const literal** slot = key == "descr"           ? &descr
+                           : key == "fortran_order" ? &fortran_order
+                           : key == "shape"         ? &shape
+                                                    : nullptr;
+    if (slot == nullptr)
+      fail(name, "unexpected key '" + printable(key) + "' in header (expected 'descr', 'fortran_order', 'shape')");
+    if (*slot != nullptr) fail(name, "duplicate key '" + printable(key) + "' in header");
+    *slot = &dict.items[i + 1];
+  }
+  if (descr == nullptr) fail(name, "header has no 'descr' key");
+  if (fortran_order == nullptr) fail(name, "header has no 'fortran_order' key");
+  if (shape == nullptr) fail(name, "header has no 'shape' key");
+
+  const descr_info d = parse_descr(*descr, name);
+  if (fortran_order->k != literal::kind::boolean)
+    fail(name, "fortran_order is not True or False: '" + printable(fortran_order->source) + "'");
+  if (fortran_order->truth) fail(name, "Fortran-order arrays are not supported; save with np.ascontiguousarray");
+
+  array a;
+  a.type = d.type;
+  a.shape = parse_shape(*shape, name);
+  const std::size_t data_start = header_start + header_length;
+  const std::size_t available = size - data_start;
+  const auto needed = checked_bytes(a.shape, size_of(a.type));
+  const std::string what = "shape " + shape_repr(a.shape) + " of " + std::string(name_of(a.type));
+  if (!needed) fail(name, what + " is too large (more than 2^63 bytes)");
+  if (static_cast<std::uint64_t>(*needed) > available)
+    fail(name, "truncated data: " + what + " needs " + std::to_string(*needed) + " bytes, only " +
+                   std::to_string(available) + " follow the header");
+  if (static_cast<std::uint64_t>(*needed) < available)
+    fail(name, std::to_string(available - static_cast<std::size_t>(*needed)) + " unexpected bytes after the data (" +
+                   what + " needs " + std::to_string(*needed) + " bytes)");
+  a.data.assign(file.begin() + static_cast<std::ptrdiff_t>(data_start), file.end());
+  if (d.swap) swap_elements(a.data, size_of(a.type));
+  return a;
+}
+
+array read(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) fail(name, "cannot access: " + ec.message());
+  if (!std::filesystem::exists(status)) fail(name, "no such file");
+  if (std::filesystem::is_directory(status)) fail(name, "is a directory, not a .npy file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(name, "cannot open: " + errno_text(errno));
+  std::vector<std::byte> bytes;
+  if (std::filesystem::is_regular_file(status)) {
+    const auto size = std::filesystem::file_size(path, ec);
+    if (!ec) bytes.reserve(static_cast<std::size_t>(size));
+  }
+  constexpr std::size_t chunk = std::size_t{1} << 20;
+  for (;;) {  // the reserved size first, then chunks if the file is not regular or grew
+    const std::size_t old = bytes.size();
+    bytes.resize(old + (bytes.capacity() > old ? bytes.capacity() - old : chunk));
+    in.read(reinterpret_cast<char*>(bytes.data() + old), static_cast<std::streamsize>(bytes.size() - old));
+    bytes.resize(old + static_cast<std::size_t>(in.gcount()));
+    if (in.bad()) fail(name, "read error: " + errno_text(errno));
+    if (!in || in.peek() == std::ifstream::traits_type::eof()) break;
+  }
+  if (in.bad()) fail(name, "read error: " + errno_text(errno));
+  return parse(bytes, name);
+}
+
+std::vector<std::byte> encode(dtype type, std::span<const std::int64_t> shape, const void* data) {
+  return encode_named("npy::encode", type, shape, data);
+}
+
+void write(const std::filesystem::path& path, dtype type, std::span<const std::int64_t> shape, const void* data) {
+  write_atomically(path, encode_named(path.string(), type, shape, data));
+}
+
+void write(const std::filesystem::path& path, const array& a) {
+  if (static_cast<std::uint64_t>(a.count()) * size_of(a.type) != a.data.size())
+    fail(path.string(), "cannot write: " + std::to_string(a.data.size()) + " bytes of data for shape " +
+                            shape_repr(a.shape) + " of " + std::string(name_of(a.type)));
+  write(path, a.type, a.shape, a.data.data());
+}
+
+}  // namespace multireduce::npy

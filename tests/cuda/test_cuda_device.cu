@@ -1,0 +1,395 @@
+// Device-wide algorithms on the GPU against sequential host folds: every element checked, outputs
+// poisoned first, random inputs from logged seeds. Skipped without a GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <multireduce/cuda.cuh>
+
+#include "../common/test_values.hpp"
+#include "cuda_runner.cuh"
+
+namespace mr_test {
+namespace {
+
+namespace mc = multireduce::cuda;
+using multireduce::key_value;
+
+template <class T>
+struct dev {
+  T* p = nullptr;
+  std::size_t n = 0;
+  explicit dev(std::size_t count, unsigned char poison = 0xA5) : n(count) {
+    MR_TEST_CUDA(cudaMalloc(&p, std::max<std::size_t>(count, 1) * sizeof(T)));
+    MR_TEST_CUDA(cudaMemset(p, poison, std::max<std::size_t>(count, 1) * sizeof(T)));
+  }
+  explicit dev(const std::vector<T>& v) : dev(v.size()) {
+    MR_TEST_CUDA(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  ~dev() { cudaFree(p); }
+  std::vector<T> get() const {
+    std::vector<T> v(n);
+    MR_TEST_CUDA(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
+    return v;
+  }
+};
+
+std::uint64_t seed_for(const char* what) {
+  const std::uint64_t s = base_seed() ^ std::hash<std::string>{}(what);
+  std::printf("[ seed ] %s: %llu (MULTIREDUCE_TEST_SEED=%llu)\n", what, (unsigned long long)s,
+              (unsigned long long)base_seed());
+  return s;
+}
+
+std::vector<float> random_floats(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::uniform_int_distribution<int> d(-1000, 1000);
+  std::vector<float> v(n);
+  for (auto& x : v) x = static_cast<float>(d(g)) / 8.0f;  // exact in float: sums are order-independent
+  return v;
+}
+std::vector<int> random_ints(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::uniform_int_distribution<int> d(-1000000, 1000000);
+  std::vector<int> v(n);
+  for (auto& x : v) x = d(g);
+  return v;
+}
+
+/// 2x2 matrices mod p: associative, not commutative; detects any reordering.
+struct mat2_mod {
+  std::uint32_t a, b, c, d;
+};
+struct mat2_mod_product {
+  __host__ __device__ mat2_mod operator()(const mat2_mod& x, const mat2_mod& y) const {
+    constexpr std::uint64_t p = 65521;
+    return mat2_mod{std::uint32_t((std::uint64_t(x.a) * y.a + std::uint64_t(x.b) * y.c) % p),
+                    std::uint32_t((std::uint64_t(x.a) * y.b + std::uint64_t(x.b) * y.d) % p),
+                    std::uint32_t((std::uint64_t(x.c) * y.a + std::uint64_t(x.d) * y.c) % p),
+                    std::uint32_t((std::uint64_t(x.c) * y.b + std::uint64_t(x.d) * y.d) % p)};
+  }
+};
+bool operator==(const mat2_mod& x, const mat2_mod& y) { return x.a == y.a && x.b == y.b && x.c == y.c && x.d == y.d; }
+std::vector<mat2_mod> random_mats(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::vector<mat2_mod> v(n);
+  for (auto& m : v) m = mat2_mod{std::uint32_t(g() % 65521), std::uint32_t(g() % 65521), std::uint32_t(g() % 65521), std::uint32_t(g() % 65521)};
+  return v;
+}
+const mat2_mod mat_identity{1, 0, 0, 1};
+
+const std::int64_t sizes[] = {0, 1, 31, 32, 33, 1021, 65537, (1 << 20) + 7, 5'000'011};
+
+TEST(CudaDeviceReduce, SumMinMaxArgOverSizesAndOffsets) {
+  MR_REQUIRE_GPU();
+  const auto all = random_ints((1 << 20) * 5 + 64, seed_for("reduce"));
+  mc::workspace ws;
+  for (std::int64_t n : sizes) {
+    for (int offset : {0, 1, 3}) {  // unaligned starts exercise the scalar head
+      if (offset + n > std::int64_t(all.size())) continue;
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " offset=" << offset);
+      dev<int> d(all);
+      const int* in = d.p + offset;
+      const auto* h = all.data() + offset;
+      long long sum = 0;
+      int mn = INT32_MAX, mx = INT32_MIN;
+      std::int64_t imn = -1, imx = -1;
+      for (std::int64_t i = 0; i < n; ++i) {
+        sum += h[i];
+        if (imn < 0 || h[i] < mn) mn = h[i], imn = i;
+        if (imx < 0 || h[i] > mx) mx = h[i], imx = i;
+      }
+      EXPECT_EQ(ws.reduce(in, n, multireduce::sum{}, 7LL), sum + 7);
+      EXPECT_EQ(ws.reduce(in, n, multireduce::minimum{}, INT32_MAX), mn);
+      EXPECT_EQ(ws.reduce(in, n, multireduce::maximum{}, INT32_MIN), mx);
+      const auto a = ws.argmin(in, n), b = ws.argmax(in, n);
+      EXPECT_EQ(a.index, imn);
+      EXPECT_EQ(b.index, imx);
+      if (n > 0) EXPECT_EQ(a.value, mn);
+      // The CUB-style entry point (with its ticket memset) gives the same.
+      std::size_t bytes = 0;
+      dev<long long> out(1);
+      ASSERT_EQ(mc::reduce(nullptr, bytes, in, out.p, n, multireduce::sum{}, 0LL), cudaSuccess);
+      dev<char> temp(bytes);
+      ASSERT_EQ(mc::reduce(temp.p, bytes, in, out.p, n, multireduce::sum{}, 0LL), cudaSuccess);
+      EXPECT_EQ(out.get()[0], sum);
+    }
+  }
+}
+
+TEST(CudaDeviceReduce, DeterministicFloatSumAndNaNRules) {
+  MR_REQUIRE_GPU();
+  std::mt19937_64 g(seed_for("determinism"));
+  std::vector<float> v(10'000'019);
+  std::normal_distribution<float> d(0.f, 1.f);
+  for (auto& x : v) x = d(g);
+  dev<float> in(v);
+  mc::workspace ws;
+  const float first = ws.reduce(in.p, std::int64_t(v.size()), multireduce::sum{}, 0.f);
+  for (int r = 0; r < 5; ++r) {
+    const float again = ws.reduce(in.p, std::int64_t(v.size()), multireduce::sum{}, 0.f);
+    EXPECT_EQ(std::memcmp(&first, &again, sizeof first), 0);
+  }
+  double reference = 0;
+  for (float x : v) reference += x;
+  EXPECT_NEAR(first, reference, 1e-3 * std::sqrt(double(v.size())));
+  // NaN: min/max propagate, argmin/argmax give the first NaN; ties give the first index.
+  v.assign(1 << 20, 1.0f);
+  v[1000] = -5.f;
+  v[2000] = -5.f;
+  v[777777] = NAN;
+  v[900000] = NAN;
+  dev<float> nan_in(v);
+  EXPECT_TRUE(std::isnan(ws.reduce(nan_in.p, std::int64_t(v.size()), multireduce::minimum{}, INFINITY)));
+  EXPECT_EQ(ws.argmin(nan_in.p, std::int64_t(v.size())).index, 777777);
+  EXPECT_EQ(ws.argmax(nan_in.p, std::int64_t(v.size())).index, 777777);
+  EXPECT_EQ(ws.argmin(nan_in.p, 777777).index, 1000);
+  // All equal: index 0, also for infinities.
+  v.assign(100000, INFINITY);
+  dev<float> inf_in(v);
+  EXPECT_EQ(ws.argmin(inf_in.p, std::int64_t(v.size())).index, 0);
+  EXPECT_EQ(ws.argmin(inf_in.p, 0).index, -1);
+}
+
+TEST(CudaDeviceReduce, NonCommutativeOperatorKeepsOrder) {
+  MR_REQUIRE_GPU();
+  for (std::int64_t n : {std::int64_t(0), std::int64_t(1), std::int64_t(33), std::int64_t(70001), std::int64_t(3'000'017)}) {
+    SCOPED_TRACE(::testing::Message() << "n=" << n);
+    const auto v = random_mats(std::size_t(n), seed_for("noncommutative") + std::uint64_t(n));
+    mat2_mod expect = mat_identity;
+    for (const auto& m : v) expect = mat2_mod_product{}(expect, m);
+    dev<mat2_mod> in(v);
+    mc::workspace ws;
+    EXPECT_TRUE(ws.reduce(in.p, n, mat2_mod_product{}, mat_identity) == expect);
+  }
+}
+
+TEST(CudaDeviceStatistics, MatchesTwoPassReference) {
+  MR_REQUIRE_GPU();
+  for (std::int64_t n : sizes) {
+    SCOPED_TRACE(::testing::Message() << "n=" << n);
+    std::mt19937_64 g(seed_for("stats") + std::uint64_t(n));
+    std::normal_distribution<double> d(1e6, 0.01);  // large mean, tiny variance: no cancellation allowed
+    std::vector<float> v(static_cast<std::size_t>(n));
+    for (auto& x : v) x = static_cast<float>(d(g));
+    dev<float> in(v);
+    mc::workspace ws;
+    const auto s = ws.statistics(in.p, n);
+    EXPECT_EQ(s.count, n);
+    if (n == 0) {
+      EXPECT_TRUE(std::isnan(s.mean));
+      EXPECT_EQ(s.argmin, -1);
+      continue;
+    }
+    double mean = 0, l1 = 0, sq = 0;
+    for (float x : v) mean += x, l1 += std::fabs(x), sq += double(x) * x;
+    mean /= double(n);
+    double var = 0;
+    for (float x : v) var += (x - mean) * (x - mean);
+    var /= double(n);
+    const auto mn = std::min_element(v.begin(), v.end()), mx = std::max_element(v.begin(), v.end());
+    EXPECT_NEAR(s.mean, mean, 1e-9 * std::fabs(mean));
+    EXPECT_NEAR(s.var, var, 1e-6 * var + 1e-12);
+    EXPECT_NEAR(s.l1, l1, 1e-9 * l1);
+    EXPECT_NEAR(s.l2, std::sqrt(sq), 1e-9 * std::sqrt(sq));
+    EXPECT_EQ(s.min, *mn);
+    EXPECT_EQ(s.argmin, mn - v.begin());
+    EXPECT_EQ(s.max, *mx);
+    EXPECT_EQ(s.argmax, mx - v.begin());
+  }
+}
+
+TEST(CudaDeviceStatistics, UnalignedStartKeepsFirstIndexOfTies) {
+  MR_REQUIRE_GPU();
+  // From in + 1 the first three elements are the scalar head of thread 0..2, the rest vectors:
+  // equal extremes at positions 0 (head) and 3 (thread 0's first vector) must report 0.
+  std::vector<float> v(1 << 20, 1.0f);
+  v[1] = -5.f, v[4] = -5.f, v[1 + 2] = 9.f, v[1 + 7] = 9.f;
+  dev<float> in(v);
+  mc::workspace ws;
+  const auto s = ws.statistics(in.p + 1, std::int64_t(v.size()) - 1);
+  EXPECT_EQ(s.argmin, 0);
+  EXPECT_EQ(s.min, -5.f);
+  EXPECT_EQ(s.argmax, 2);
+  EXPECT_EQ(s.max, 9.f);
+  EXPECT_EQ(ws.argmin(in.p + 1, std::int64_t(v.size()) - 1).index, 0);
+}
+
+template <class Acc, class T, class Op>
+std::vector<Acc> reference_segments(const std::vector<T>& v, const std::vector<std::int64_t>& b,
+                                    const std::vector<std::int64_t>& e, Op op, Acc init) {
+  std::vector<Acc> out(b.size());
+  for (std::size_t s = 0; s < b.size(); ++s) {
+    Acc acc = init;
+    for (std::int64_t i = b[s]; i < e[s]; ++i) acc = op(acc, static_cast<Acc>(v[std::size_t(i)]));
+    out[s] = acc;
+  }
+  return out;
+}
+
+TEST(CudaDeviceSegmented, FixedLengthsAllPaths) {
+  MR_REQUIRE_GPU();
+  const auto v = random_floats(1 << 22, seed_for("fixed segments"));
+  dev<float> in(v);
+  mc::workspace ws;
+  for (std::int64_t L : {0, 1, 2, 3, 4, 7, 16, 17, 32, 33, 64, 100, 128, 1000, 2048, 2049, 4096, 65536, 1 << 20, 1 << 22}) {
+    const std::int64_t segments = L == 0 ? 1000 : std::int64_t(v.size()) / L;
+    SCOPED_TRACE(::testing::Message() << "L=" << L << " segments=" << segments);
+    std::vector<std::int64_t> b(static_cast<std::size_t>(segments)), e(static_cast<std::size_t>(segments));
+    for (std::int64_t s = 0; s < segments; ++s) b[std::size_t(s)] = s * L, e[std::size_t(s)] = s * L + L;
+    dev<float> out(static_cast<std::size_t>(segments));
+    ws.fixed_segmented_reduce(in.p, out.p, segments, L, multireduce::sum{}, 0.5f);
+    EXPECT_EQ(out.get(), reference_segments(v, b, e, multireduce::sum{}, 0.5f));
+    dev<float> out_max(static_cast<std::size_t>(segments));
+    ws.fixed_segmented_reduce(in.p, out_max.p, segments, L, multireduce::maximum{}, -INFINITY);
+    EXPECT_EQ(out_max.get(), reference_segments(v, b, e, multireduce::maximum{}, -INFINITY));
+  }
+  // Non-commutative, through every path.
+  const auto m = random_mats(1 << 20, seed_for("fixed segments mat"));
+  dev<mat2_mod> min(m);
+  for (std::int64_t L : {1, 5, 40, 3000, 1 << 19}) {
+    SCOPED_TRACE(::testing::Message() << "mat2 L=" << L);
+    const std::int64_t segments = std::int64_t(m.size()) / L;
+    std::vector<std::int64_t> b(static_cast<std::size_t>(segments)), e(static_cast<std::size_t>(segments));
+    for (std::int64_t s = 0; s < segments; ++s) b[std::size_t(s)] = s * L, e[std::size_t(s)] = s * L + L;
+    dev<mat2_mod> out(static_cast<std::size_t>(segments));
+    ws.fixed_segmented_reduce(min.p, out.p, segments, L, mat2_mod_product{}, mat_identity);
+    const auto got = out.get();
+    const auto want = reference_segments(m, b, e, mat2_mod_product{}, mat_identity);
+    for (std::size_t s = 0; s < want.size(); ++s) ASSERT_TRUE(got[s] == want[s]) << "segment " << s;
+  }
+}
+
+TEST(CudaDeviceSegmented, OffsetsEmptyHugeSkewed) {
+  MR_REQUIRE_GPU();
+  const std::uint64_t seed = seed_for("offset segments");
+  const auto v = random_ints(1 << 22, seed);
+  dev<int> in(v);
+  mc::workspace ws;
+  std::mt19937_64 g(seed);
+  auto run_case = [&](const char* name, std::vector<std::int64_t> lengths) {
+    SCOPED_TRACE(name);
+    std::vector<std::int64_t> off{0};
+    for (auto l : lengths) off.push_back(std::min<std::int64_t>(off.back() + l, std::int64_t(v.size())));
+    const std::vector<std::int64_t> b(off.begin(), off.end() - 1), e(off.begin() + 1, off.end());
+    dev<std::int64_t> d_off(off);
+    dev<long long> out(b.size());
+    ws.segmented_reduce(in.p, std::int64_t(v.size()), out.p, std::int64_t(b.size()), d_off.p, d_off.p + 1,
+                        multireduce::sum{}, 3LL);
+    EXPECT_EQ(out.get(), reference_segments(v, b, e, multireduce::sum{}, 3LL));
+    // int32 offsets, separate begin/end arrays.
+    std::vector<int> b32(b.begin(), b.end()), e32(e.begin(), e.end());
+    dev<int> d_b(b32), d_e(e32);
+    dev<int> out_min(b.size());
+    ws.segmented_reduce(in.p, std::int64_t(v.size()), out_min.p, std::int64_t(b.size()), d_b.p, d_e.p,
+                        multireduce::minimum{}, INT32_MAX);
+    EXPECT_EQ(out_min.get(), reference_segments(v, b, e, multireduce::minimum{}, INT32_MAX));
+  };
+  std::vector<std::int64_t> uniform(100000);
+  for (auto& l : uniform) l = std::int64_t(g() % 65);
+  run_case("uniform 0..64", uniform);
+  std::vector<std::int64_t> skewed;
+  for (int i = 0; i < 20000; ++i) {  // power law: most tiny, some up to 2^20
+    const double u = std::uniform_real_distribution<double>(0, 1)(g);
+    skewed.push_back(std::int64_t(std::pow(2.0, 20.0 * u * u * u * u)) - 1);
+  }
+  run_case("power law", skewed);
+  run_case("one huge", {std::int64_t(v.size())});
+  run_case("empties and a huge", {0, 0, 5, 0, 3'000'000, 0, 1, 0});
+  run_case("all empty", std::vector<std::int64_t>(5000, 0));
+  run_case("length one", std::vector<std::int64_t>(300000, 1));
+}
+
+TEST(CudaDeviceWindow, AllPathsAndOperators) {
+  MR_REQUIRE_GPU();
+  const auto v = random_floats(3'000'017, seed_for("window"));
+  dev<float> in(v);
+  mc::workspace ws;
+  for (std::int64_t n : {std::int64_t(0), std::int64_t(1), std::int64_t(5), std::int64_t(4096), std::int64_t(100'003), std::int64_t(v.size())}) {
+    for (std::int64_t w : {1, 2, 3, 32, 1000, 2048, 2049, 5000, 70000}) {
+      if (n > 200'000 && w > 2048 && w != 5000) continue;
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " W=" << w);
+      const std::int64_t m = std::max<std::int64_t>(0, n - w + 1);
+      dev<float> out(static_cast<std::size_t>(m)), out_max(static_cast<std::size_t>(m));
+      EXPECT_EQ(ws.window_reduce(in.p, n, w, out.p, multireduce::sum{}, 0.f), m);
+      ws.window_reduce(in.p, n, w, out_max.p, multireduce::maximum{}, -INFINITY);
+      const auto got = out.get(), got_max = out_max.get();
+      for (std::int64_t i = 0; i < m; ++i) {
+        float s = 0, mx = -INFINITY;
+        for (std::int64_t j = i; j < i + w; ++j) s += v[std::size_t(j)], mx = std::max(mx, v[std::size_t(j)]);
+        ASSERT_EQ(got[std::size_t(i)], s) << "i=" << i;
+        ASSERT_EQ(got_max[std::size_t(i)], mx) << "i=" << i;
+        if (w > 64 && i > 2000) i += 97;  // spot-check the long windows past the start
+      }
+    }
+  }
+  const auto mats = random_mats(20000, seed_for("window mat"));
+  dev<mat2_mod> mats_in(mats);
+  for (std::int64_t w : {1, 7, 1000, 3000}) {
+    SCOPED_TRACE(::testing::Message() << "mat2 W=" << w);
+    const std::int64_t m = std::int64_t(mats.size()) - w + 1;
+    dev<mat2_mod> out(static_cast<std::size_t>(m));
+    ws.window_reduce(mats_in.p, std::int64_t(mats.size()), w, out.p, mat2_mod_product{}, mat_identity);
+    const auto got = out.get();
+    for (std::int64_t i = 0; i < m; i += 13) {
+      mat2_mod acc = mat_identity;
+      for (std::int64_t j = i; j < i + w; ++j) acc = mat2_mod_product{}(acc, mats[std::size_t(j)]);
+      ASSERT_TRUE(got[std::size_t(i)] == acc) << "i=" << i;
+    }
+  }
+}
+
+TEST(CudaDeviceBadInput, ErrorsNotCrashes) {
+  MR_REQUIRE_GPU();
+  mc::workspace ws;
+  dev<float> in(16);
+  EXPECT_THROW(ws.reduce(in.p, -1, multireduce::sum{}, 0.f), mc::error);
+  EXPECT_THROW(ws.window_reduce(in.p, 16, 0, in.p, multireduce::sum{}, 0.f), mc::error);
+  EXPECT_THROW(ws.fixed_segmented_reduce(in.p, in.p, -2, 4, multireduce::sum{}, 0.f), mc::error);
+  std::size_t bytes = 0;
+  EXPECT_EQ(mc::reduce(nullptr, bytes, in.p, in.p, 1 << 30, multireduce::sum{}, 0.f), cudaSuccess);
+  std::size_t too_small = 1;
+  EXPECT_EQ(mc::reduce(in.p, too_small, in.p, in.p, 1 << 30, multireduce::sum{}, 0.f), cudaErrorInvalidValue);
+}
+
+}  // namespace
+}  // namespace mr_test
+
+namespace mr_test {
+namespace {
+TEST(CudaDeviceLarge, ReduceAndSegmentedPast2To31Elements) {
+  MR_REQUIRE_GPU();
+  const std::int64_t n = (std::int64_t(1) << 31) + 12345;
+  std::int8_t* d = nullptr;
+  if (cudaMalloc(&d, std::size_t(n)) != cudaSuccess) GTEST_SKIP() << "not enough GPU memory for 2^31 bytes";
+  MR_TEST_CUDA(cudaMemset(d, 1, std::size_t(n)));
+  MR_TEST_CUDA(cudaMemset(d + n - 1, 3, 1));  // the last element differs: it must be counted
+  multireduce::cuda::workspace ws;
+  EXPECT_EQ(ws.reduce(d, n, multireduce::sum{}, std::int64_t(0)), n + 2);
+  EXPECT_EQ(ws.reduce(d, n, multireduce::maximum{}, std::int8_t(-128)), 3);
+  const std::vector<std::int64_t> offsets{0, (std::int64_t(1) << 31) + 5, n};
+  std::int64_t* d_off = nullptr;
+  std::int64_t* d_out = nullptr;
+  MR_TEST_CUDA(cudaMalloc(&d_off, sizeof(std::int64_t) * 3));
+  MR_TEST_CUDA(cudaMalloc(&d_out, sizeof(std::int64_t) * 3));
+  MR_TEST_CUDA(cudaMemcpy(d_off, offsets.data(), sizeof(std::int64_t) * 3, cudaMemcpyHostToDevice));
+  ws.segmented_reduce(d, n, d_out, 2, d_off, d_off + 1, multireduce::sum{}, std::int64_t(0));
+  std::int64_t got[3] = {};
+  MR_TEST_CUDA(cudaMemcpy(got, d_out, sizeof(std::int64_t) * 2, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(got[0], offsets[1]);
+  EXPECT_EQ(got[1], n - offsets[1] + 2);
+  ws.fixed_segmented_reduce(d, d_out, 3, n / 3, multireduce::sum{}, std::int64_t(0));
+  MR_TEST_CUDA(cudaMemcpy(got, d_out, sizeof(std::int64_t) * 3, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(got[0], n / 3);
+  EXPECT_EQ(got[2], n / 3 + (n % 3 == 0 ? 2 : 0));
+  cudaFree(d_off);
+  cudaFree(d_out);
+  cudaFree(d);
+}
+}  // namespace
+}  // namespace mr_test

@@ -1,0 +1,542 @@
+// npy::parse / read / encode / write: round trips of every dtype, files made by NumPy
+// (tests/data/npy, see make_fixtures.py there), and every way a file is rejected.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "npy/npy.hpp"
+
+namespace npy = multireduce::npy;
+namespace fs = std::filesystem;
+using namespace std::string_literals;
+
+namespace {
+
+const fs::path fixtures = MULTIREDUCE_NPY_FIXTURES;
+
+std::vector<std::byte> bytes_of(std::string_view s) {
+  std::vector<std::byte> out(s.size());
+  if (!s.empty()) std::memcpy(out.data(), s.data(), s.size());
+  return out;
+}
+
+std::vector<std::byte> file_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return bytes_of(s);
+}
+
+/// A .npy file with exactly this header text (no padding added) and data.
+std::vector<std::byte> npy_file(std::string_view header, std::string_view data = {}, int major = 1) {
+  std::string s = "\x93NUMPY";
+  s += static_cast<char>(major);
+  s += '\0';
+  const std::size_t n = header.size();
+  s += static_cast<char>(n & 0xff);
+  s += static_cast<char>((n >> 8) & 0xff);
+  if (major != 1) {
+    s += static_cast<char>((n >> 16) & 0xff);
+    s += static_cast<char>((n >> 24) & 0xff);
+  }
+  s += header;
+  s += data;
+  return bytes_of(s);
+}
+
+std::string dict(std::string_view descr, std::string_view shape, std::string_view fortran = "False") {
+  return "{'descr': '" + std::string(descr) + "', 'fortran_order': " + std::string(fortran) +
+         ", 'shape': " + std::string(shape) + ", }\n";
+}
+
+/// The message parse() throws; fails the test if it accepts the bytes.
+std::string parse_error(std::span<const std::byte> bytes) {
+  try {
+    npy::parse(bytes, "test.npy");
+  } catch (const npy::error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "parse accepted the input";
+  return {};
+}
+
+#define EXPECT_REJECTED(bytes, fragment)                  \
+  do {                                                    \
+    const std::string message = parse_error(bytes);       \
+    EXPECT_NE(message.find(fragment), std::string::npos)  \
+        << "message: " << message;                        \
+    EXPECT_EQ(message.rfind("test.npy: ", 0), 0u)         \
+        << "message does not name the file: " << message; \
+  } while (0)
+
+std::vector<std::int64_t> shape_of(std::initializer_list<std::int64_t> s) { return s; }
+
+/// A fresh directory per test, removed afterwards.
+class npy_files : public testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = "multireduce_npy_" + std::to_string(::getpid()) + "_" + info->test_suite_name() + "_" +
+                       info->name();
+    std::replace(name.begin(), name.end(), '/', '_');  // typed tests are named "suite/0"
+    dir = fs::temp_directory_path() / name;
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+
+  std::vector<std::string> listing() const {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+  fs::path dir;
+};
+
+// ---- names ----------------------------------------------------------------------------------------
+
+TEST(npy_dtype, names_sizes_and_descrs) {
+  using enum npy::dtype;
+  const std::vector<std::tuple<npy::dtype, std::string_view, std::size_t, std::string_view>> all{
+      {int8, "int8", 1, "|i1"},          {int16, "int16", 2, "<i2"},     {int32, "int32", 4, "<i4"},
+      {int64, "int64", 8, "<i8"},        {uint8, "uint8", 1, "|u1"},     {uint16, "uint16", 2, "<u2"},
+      {uint32, "uint32", 4, "<u4"},      {uint64, "uint64", 8, "<u8"},   {float16, "float16", 2, "<f2"},
+      {float32, "float32", 4, "<f4"},    {float64, "float64", 8, "<f8"},
+  };
+  for (const auto& [type, name, size, descr] : all) {
+    EXPECT_EQ(npy::name_of(type), name);
+    EXPECT_EQ(npy::to_string(type), name);
+    EXPECT_EQ(npy::size_of(type), size);
+    EXPECT_EQ(npy::descr_of(type), descr);
+    EXPECT_EQ(npy::parse_dtype_name(name), type);
+  }
+  EXPECT_EQ(npy::parse_dtype_name("float"), std::nullopt);
+  EXPECT_EQ(npy::parse_dtype_name("f4"), std::nullopt);
+  EXPECT_EQ(npy::parse_dtype_name(""), std::nullopt);
+  static_assert(npy::dtype_of<std::int8_t>() == int8 && npy::dtype_of<char>() == int8);
+  static_assert(npy::dtype_of<long long>() == int64 && npy::dtype_of<unsigned long>() == uint64);
+  static_assert(npy::dtype_of<float>() == float32 && npy::dtype_of<const double>() == float64);
+  static_assert(npy::dtype_of<npy::float16_bits>() == float16);
+}
+
+TEST(npy_dtype, float16_to_float) {
+  EXPECT_EQ(npy::to_float({0x3c00}), 1.0f);
+  EXPECT_EQ(npy::to_float({0xc100}), -2.5f);
+  EXPECT_EQ(npy::to_float({0x7bff}), 65504.0f);
+  EXPECT_EQ(npy::to_float({0x0001}), std::ldexp(1.0f, -24));  // smallest subnormal
+  EXPECT_EQ(npy::to_float({0x03ff}), std::ldexp(1023.0f, -24));
+  EXPECT_EQ(npy::to_float({0x0400}), std::ldexp(1.0f, -14));  // smallest normal
+  EXPECT_EQ(npy::to_float({0x7c00}), INFINITY);
+  EXPECT_EQ(npy::to_float({0xfc00}), -INFINITY);
+  EXPECT_TRUE(std::isnan(npy::to_float({0x7e00})));
+  EXPECT_TRUE(std::signbit(npy::to_float({0x8000})));
+}
+
+TEST(npy_array, count_and_typed_access) {
+  npy::array a{npy::dtype::float32, {}, std::vector<std::byte>(4)};
+  EXPECT_EQ(a.count(), 1);
+  a.shape = {2, 0, 3};
+  EXPECT_EQ(a.count(), 0);
+  a.shape = {3, 4};
+  EXPECT_EQ(a.count(), 12);
+  a.shape = {-1};
+  EXPECT_THROW((void)a.count(), npy::error);
+
+  a.shape = {1};
+  EXPECT_EQ(a.values<float>().size(), 1u);
+  try {
+    (void)a.values<std::int32_t>();
+    ADD_FAILURE() << "no error";
+  } catch (const npy::error& e) {
+    EXPECT_NE(std::string(e.what()).find("float32, not int32"), std::string::npos) << e.what();
+  }
+  a.shape = {2};  // 4 bytes of data cannot be 2 floats
+  EXPECT_THROW((void)a.values<float>(), npy::error);
+}
+
+// ---- round trips of every dtype and shape ----------------------------------------------------------
+
+template <class T>
+class npy_round_trip : public npy_files {};
+using element_types = testing::Types<std::int8_t, std::int16_t, std::int32_t, std::int64_t, std::uint8_t,
+                                     std::uint16_t, std::uint32_t, std::uint64_t, npy::float16_bits, float, double>;
+TYPED_TEST_SUITE(npy_round_trip, element_types);
+
+template <class T>
+T element(std::int64_t i) {  // distinct values that use every byte where the type has them
+  if constexpr (std::is_same_v<T, npy::float16_bits>) {
+    return {static_cast<std::uint16_t>(0x3c00 + 0x101 * i)};
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return static_cast<T>(-1.25 * static_cast<double>(i) + 0.1);
+  } else {
+    const auto pattern = static_cast<std::uint64_t>(0x0102030405060708ull * static_cast<std::uint64_t>(i + 1));
+    return static_cast<T>(pattern);
+  }
+}
+
+TYPED_TEST(npy_round_trip, every_shape_through_a_file) {
+  using T = TypeParam;
+  constexpr npy::dtype type = npy::dtype_of<T>();
+  for (const auto& shape : {shape_of({}), shape_of({0}), shape_of({5}), shape_of({3, 4}), shape_of({2, 0, 3})}) {
+    std::int64_t n = 1;
+    for (const auto d : shape) n *= d;
+    std::vector<T> values;
+    for (std::int64_t i = 0; i < n; ++i) values.push_back(element<T>(i));
+    const fs::path path = this->dir / "a.npy";
+    npy::write(path, type, shape, values.data());
+
+    const auto size = fs::file_size(path);
+    const std::size_t data_bytes = values.size() * sizeof(T);
+    EXPECT_EQ((size - data_bytes) % 64, 0u) << "data must start at a multiple of 64 bytes";
+    const auto raw = file_bytes(path);
+    EXPECT_EQ(static_cast<char>(raw[6]), 1) << "version 1.0";
+    EXPECT_EQ(static_cast<char>(raw[size - data_bytes - 1]), '\n') << "the header ends with a newline";
+
+    const npy::array a = npy::read(path);
+    EXPECT_EQ(a.type, type);
+    EXPECT_EQ(a.shape, shape);
+    EXPECT_EQ(a.count(), n);
+    const auto got = a.template values<T>();
+    ASSERT_EQ(got.size(), values.size());
+    if (data_bytes > 0) {
+      EXPECT_EQ(std::memcmp(got.data(), values.data(), data_bytes), 0);
+    }
+
+    const npy::array b = npy::parse(npy::encode(type, shape, values.data()), "memory");
+    EXPECT_EQ(b.shape, a.shape);
+    EXPECT_EQ(b.data, a.data);
+  }
+  EXPECT_EQ(this->listing(), std::vector<std::string>{"a.npy"}) << "no temporary files left";
+}
+
+TEST_F(npy_files, write_array_overload_and_replace) {
+  npy::array a{npy::dtype::int32, {2}, {}};
+  const std::int32_t v[2] = {7, -7};
+  a.data = bytes_of(std::string_view(reinterpret_cast<const char*>(v), sizeof v));
+  const fs::path path = dir / "b.npy";
+  npy::write(path, a);
+  a.shape = {1, 2};
+  npy::write(path, a);  // replaces the first file
+  const npy::array b = npy::read(path);
+  EXPECT_EQ(b.shape, shape_of({1, 2}));
+  EXPECT_EQ(b.values<std::int32_t>()[1], -7);
+  a.shape = {3};  // 8 bytes cannot be 3 int32
+  EXPECT_THROW(npy::write(path, a), npy::error);
+  EXPECT_EQ(npy::read(path).shape, shape_of({1, 2})) << "a failed write leaves the old file";
+  EXPECT_EQ(listing(), std::vector<std::string>{"b.npy"});
+}
+
+TEST(npy_encode, long_header_switches_to_version_2) {
+  const std::vector<std::int64_t> shape(25000, 1);  // "1, " 25000 times: more than 65535 bytes
+  const std::uint8_t value = 42;
+  const auto bytes = npy::encode(npy::dtype::uint8, shape, &value);
+  EXPECT_EQ(static_cast<char>(bytes[6]), 2);
+  EXPECT_EQ((bytes.size() - 1) % 64, 0u);
+  const npy::array a = npy::parse(bytes, "long");
+  EXPECT_EQ(a.shape, shape);
+  EXPECT_EQ(a.values<std::uint8_t>()[0], 42);
+}
+
+TEST(npy_encode, rejects_bad_shapes) {
+  const float x = 0;
+  EXPECT_THROW(npy::encode(npy::dtype::float32, shape_of({-1}), &x), npy::error);
+  EXPECT_THROW(npy::encode(npy::dtype::float32, shape_of({1ll << 40, 1ll << 40}), &x), npy::error);
+  EXPECT_THROW(npy::encode(npy::dtype::float32, shape_of({2}), nullptr), npy::error);
+  EXPECT_NO_THROW(npy::encode(npy::dtype::float32, shape_of({0}), nullptr));
+}
+
+// ---- files written by NumPy ----------------------------------------------------------------------
+
+template <class T>
+std::vector<T> values_in(const std::string& name, std::vector<std::int64_t> shape) {
+  const npy::array a = npy::read(fixtures / name);
+  EXPECT_EQ(a.shape, shape) << name;
+  const auto v = a.values<T>();
+  return {v.begin(), v.end()};
+}
+
+TEST(npy_numpy_files, little_endian) {
+  std::vector<float> f32;
+  for (int i = 0; i < 12; ++i) f32.push_back(0.5f * static_cast<float>(i));
+  EXPECT_EQ(values_in<float>("float32_3x4.npy", {3, 4}), f32);
+  EXPECT_EQ(values_in<std::int64_t>("int64_scalar.npy", {}), std::vector<std::int64_t>{-1234567890123});
+  std::vector<float> f16;
+  for (const auto h : values_in<npy::float16_bits>("float16_2x2.npy", {2, 2})) f16.push_back(npy::to_float(h));
+  EXPECT_EQ(f16, (std::vector<float>{1.0f, -2.5f, 65504.0f, std::ldexp(1.0f, -24)}));
+  EXPECT_TRUE(values_in<std::int32_t>("int32_2x0x3.npy", {2, 0, 3}).empty());
+  EXPECT_EQ(values_in<std::uint8_t>("uint8_5.npy", {5}), (std::vector<std::uint8_t>{0, 1, 127, 128, 255}));
+  EXPECT_TRUE(values_in<std::int8_t>("int8_0.npy", {0}).empty());
+  EXPECT_EQ(values_in<std::uint64_t>("uint64_3.npy", {3}), (std::vector<std::uint64_t>{0, 1, ~0ull}));
+}
+
+TEST(npy_numpy_files, big_endian_is_swapped) {
+  EXPECT_EQ(values_in<double>("float64_be_5.npy", {5}), (std::vector<double>{1.5, -2.25, 0.0, 1e300, -1e-300}));
+  EXPECT_EQ(values_in<std::int16_t>("int16_be_2x3.npy", {2, 3}),
+            (std::vector<std::int16_t>{-3000, -2000, -1000, 0, 1000, 2000}));
+  EXPECT_EQ(values_in<std::uint32_t>("uint32_be_4.npy", {4}),
+            (std::vector<std::uint32_t>{0, 1, 0xdeadbeef, 0xffffffff}));
+}
+
+TEST(npy_numpy_files, versions_2_and_3) {
+  EXPECT_EQ(values_in<std::uint16_t>("uint16_v2_4.npy", {4}), (std::vector<std::uint16_t>{1, 2, 3, 65535}));
+  EXPECT_EQ(values_in<std::int32_t>("int32_v3_3.npy", {3}), (std::vector<std::int32_t>{-1, 0, 1}));
+}
+
+TEST(npy_numpy_files, writer_output_is_byte_identical_to_numpy) {
+  for (const char* name : {"float32_3x4.npy", "int64_scalar.npy", "float16_2x2.npy", "int32_2x0x3.npy", "uint8_5.npy",
+                           "int8_0.npy", "uint64_3.npy"}) {
+    const auto original = file_bytes(fixtures / name);
+    const npy::array a = npy::parse(original, name);
+    EXPECT_EQ(npy::encode(a.type, a.shape, a.data.data()), original) << name;
+  }
+}
+
+TEST(npy_numpy_files, rejected_with_a_reason) {
+  const auto message = [](const char* name) {
+    try {
+      npy::read(fixtures / name);
+    } catch (const npy::error& e) {
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << "names the file: " << e.what();
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << name << " was accepted";
+    return std::string();
+  };
+  EXPECT_NE(message("fortran_2x3.npy").find("Fortran-order arrays are not supported; save with np.ascontiguousarray"),
+            std::string::npos);
+  EXPECT_NE(message("object_2.npy").find("unsupported dtype '|O'"), std::string::npos);
+  EXPECT_NE(message("structured_2.npy").find("unsupported dtype '[('a', '<i4'), ('b', '<f4')]'"), std::string::npos);
+  EXPECT_NE(message("bool_3.npy").find("unsupported dtype '|b1' (bool)"), std::string::npos);
+}
+
+// ---- header parsing: what NumPy's literal_eval would accept -------------------------------------
+
+TEST(npy_header, flexible_python_literal) {
+  const std::string data(12, '\x01');
+  for (const std::string header : {
+           "{'shape': (3,), 'fortran_order': False, 'descr': '<i4'}",
+           "{\"descr\": \"<i4\", \"fortran_order\": False, \"shape\": (3,)}",
+           "  {\n\t'descr' :'<i4' ,'fortran_order':False,\r\n 'shape':( 3 , ) , }  \n",
+           "{'descr': 'i4', 'fortran_order': False, 'shape': (3,)}",
+           "{'descr': '=i4', 'fortran_order': False, 'shape': (3,)}",
+           "{'descr': '|i4', 'fortran_order': False, 'shape': (3,)}",
+           "{'descr': '<i4', 'fortran_order': False, 'shape': (+3,)}",
+           "{'descr': '<i4', 'fortran_order': False, 'shape': (1, 3,),}",
+           "{'descr': '<i4', 'fortran_order': False, 'shape': (3, 1, 1)}",
+       }) {
+    SCOPED_TRACE(header);
+    npy::array a;
+    ASSERT_NO_THROW(a = npy::parse(npy_file(header, data), "test.npy"));
+    EXPECT_EQ(a.count(), 3);
+    EXPECT_EQ(a.values<std::int32_t>()[2], 0x01010101);
+  }
+  EXPECT_EQ(npy::parse(npy_file(dict("<f8", "()"), std::string(8, '\0')), "t").shape, shape_of({}));
+  EXPECT_EQ(npy::parse(npy_file(dict("<f8", "((2), 1)"), std::string(16, '\0')), "t").shape, shape_of({2, 1}));
+}
+
+TEST(npy_header, big_endian_and_one_byte_orders) {
+  const std::string be = "\x01\x02\x03\x04\xff\xff\xff\xfe";
+  EXPECT_EQ(npy::parse(npy_file(dict(">i4", "(2,)"), be), "t").values<std::int32_t>()[0], 0x01020304);
+  EXPECT_EQ(npy::parse(npy_file(dict(">i4", "(2,)"), be), "t").values<std::int32_t>()[1], -2);
+  EXPECT_EQ(npy::parse(npy_file(dict(">u2", "(4,)"), be), "t").values<std::uint16_t>()[3], 0xfffe);
+  EXPECT_EQ(npy::parse(npy_file(dict(">i8", "()"), be), "t").values<std::int64_t>()[0], 0x01020304fffffffell);
+  EXPECT_EQ(npy::parse(npy_file(dict(">u1", "(8,)"), be), "t").values<std::uint8_t>()[0], 1);
+  EXPECT_EQ(npy::parse(npy_file(dict("<i1", "(8,)"), be), "t").values<std::int8_t>()[7], -2);
+  const std::string one = "\x3f\xf0\0\0\0\0\0\0"s;  // 1.0 as a big-endian double
+  EXPECT_EQ(npy::parse(npy_file(dict(">f8", "(1,)"), one), "t").values<double>()[0], 1.0);
+  EXPECT_EQ(npy::parse(npy_file(dict(">f2", "(1,)"), "\x3c\x00"s), "t").values<npy::float16_bits>()[0].bits, 0x3c00);
+}
+
+TEST(npy_header, version_2_and_3_hand_made) {
+  EXPECT_EQ(npy::parse(npy_file(dict("<u2", "(1,)"), "\x05\x00"s, 2), "t").values<std::uint16_t>()[0], 5);
+  EXPECT_EQ(npy::parse(npy_file(dict("<u2", "(1,)"), "\x05\x00"s, 3), "t").values<std::uint16_t>()[0], 5);
+}
+
+// ---- every rejection names its problem -------------------------------------------------------------
+
+TEST(npy_errors, magic_and_version) {
+  EXPECT_REJECTED(bytes_of(""), "empty file");
+  EXPECT_REJECTED(bytes_of("PK\x03\x04 a zip file"), "not a .npy file (bad magic");
+  EXPECT_REJECTED(bytes_of("\x93NUMPx\x01\x00"), "bad magic");
+  EXPECT_REJECTED(bytes_of("\x93NUM"), "truncated header");
+  EXPECT_REJECTED(bytes_of("\x93NUMPY\x01"), "truncated header");
+  EXPECT_REJECTED(npy_file(dict("<f4", "()"), "abcd", 4), "unsupported .npy format version 4.0");
+  EXPECT_REJECTED(npy_file(dict("<f4", "()"), "abcd", 0), "unsupported .npy format version 0.0");
+  auto v11 = npy_file(dict("<f4", "()"), "abcd");
+  v11[7] = std::byte{1};
+  EXPECT_REJECTED(v11, "unsupported .npy format version 1.1");
+}
+
+TEST(npy_errors, truncated_header) {
+  EXPECT_REJECTED(bytes_of("\x93NUMPY\x01\x00\x46"), "truncated header");
+  EXPECT_REJECTED(bytes_of("\x93NUMPY\x02\x00\x46\x00\x00"), "truncated header");
+  auto file = npy_file(dict("<f4", "(1,)"), "abcd");
+  file.resize(30);  // the length field promises more than there is
+  EXPECT_REJECTED(file, "truncated header: it claims");
+  auto huge = npy_file(dict("<f4", "(1,)"), "abcd", 2);
+  huge[11] = std::byte{0xff};  // 4 GiB header length
+  EXPECT_REJECTED(huge, "truncated header");
+  // The header ends inside the dict: the length field is too small.
+  EXPECT_REJECTED(npy_file("{'descr': '<f4', 'fortran_order': Fa"), "malformed header");
+  EXPECT_REJECTED(npy_file("{'descr': '<f4', "), "truncated?");
+}
+
+TEST(npy_errors, header_not_a_dict_or_malformed) {
+  EXPECT_REJECTED(npy_file("[('descr', '<f4')]\n"), "header is not a Python dict literal");
+  EXPECT_REJECTED(npy_file("descr=<f4 shape=3\n"), "header is not a Python dict literal");
+  EXPECT_REJECTED(npy_file(""), "header is not a Python dict literal");
+  EXPECT_REJECTED(npy_file("{'descr': '<f4' 'shape': (3,)}"), "malformed header: expected ',' or '}'");
+  EXPECT_REJECTED(npy_file("{'descr' '<f4'}"), "malformed header: expected ':'");
+  EXPECT_REJECTED(npy_file("{3: '<f4'}"), "malformed header: dict key is not a string");
+  EXPECT_REJECTED(npy_file("{'descr': '<f4}"), "unterminated string");
+  EXPECT_REJECTED(npy_file("{'descr': <f4}"), "malformed header: unexpected character '<'");
+  EXPECT_REJECTED(npy_file("{'descr': float32}"), "malformed header: unexpected 'float32'");
+  EXPECT_REJECTED(npy_file("{'shape': (3L,)}"), "malformed header: unexpected character after a number");
+  EXPECT_REJECTED(npy_file("{'shape': (-)}"), "expected digits");
+  EXPECT_REJECTED(npy_file("{} {}"), "unexpected text after the dict");
+  EXPECT_REJECTED(npy_file("{'a':" + std::string(200, '(') + std::string(200, ')') + "}"), "nesting deeper than");
+  EXPECT_REJECTED(npy_file(std::string("{'descr': '<f4', 'fortran_order': False, 'shape': (3,)}\0", 56)),
+                  "unexpected text after the dict");
+}
+
+TEST(npy_errors, keys) {
+  EXPECT_REJECTED(npy_file("{'descr': '<f4', 'fortran_order': False}"), "header has no 'shape' key");
+  EXPECT_REJECTED(npy_file("{'shape': (), 'fortran_order': False}"), "header has no 'descr' key");
+  EXPECT_REJECTED(npy_file("{'shape': (), 'descr': '<f4'}"), "header has no 'fortran_order' key");
+  EXPECT_REJECTED(npy_file("{}"), "header has no");
+  EXPECT_REJECTED(npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (), 'extra': 1}"),
+                  "unexpected key 'extra'");
+  EXPECT_REJECTED(npy_file("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': ()}"),
+                  "duplicate key 'descr'");
+}
+
+TEST(npy_errors, fortran_order) {
+  EXPECT_REJECTED(npy_file(dict("<f4", "(2, 2)", "True"), std::string(16, '\0')),
+                  "Fortran-order arrays are not supported; save with np.ascontiguousarray");
+  EXPECT_REJECTED(npy_file(dict("<f4", "(2, 2)", "0"), std::string(16, '\0')), "fortran_order is not True or False");
+  EXPECT_REJECTED(npy_file(dict("<f4", "(2, 2)", "None"), std::string(16, '\0')), "fortran_order is not True or False");
+}
+
+TEST(npy_errors, dtypes) {
+  for (const char* descr : {"|O", "<c8", "<f16", "|S3", "<U5", "|V8", "<M8[ns]", "<i16", "<i3", "", "<", "int32"})
+    EXPECT_REJECTED(npy_file(dict(descr, "(1,)"), std::string(4, '\0')), "unsupported dtype '" + std::string(descr) + "'");
+  EXPECT_REJECTED(npy_file(dict("|b1", "(1,)"), "\x01"), "(bool): convert with a.astype(np.uint8)");
+  EXPECT_REJECTED(npy_file(dict("|O", "(1,)"), "x"), "(Python objects)");
+  EXPECT_REJECTED(npy_file("{'descr': [('a', '<i4')], 'fortran_order': False, 'shape': (1,)}"),
+                  "unsupported dtype '[('a', '<i4')]' (structured dtypes are not supported)");
+  EXPECT_REJECTED(npy_file("{'descr': 4, 'fortran_order': False, 'shape': (1,)}"), "unsupported dtype '4'");
+}
+
+TEST(npy_errors, shapes) {
+  EXPECT_REJECTED(npy_file(dict("<f4", "(3, -1)")), "negative dimension -1 in shape (3, -1)");
+  EXPECT_REJECTED(npy_file(dict("<f4", "(-9223372036854775808,)")), "negative dimension");
+  EXPECT_REJECTED(npy_file(dict("<f4", "3")), "shape is not a tuple: '3'");
+  EXPECT_REJECTED(npy_file(dict("<f4", "(3)")), "shape is not a tuple: '3'");
+  EXPECT_REJECTED(npy_file(dict("<f4", "[3]")), "shape is not a tuple: '[3]'");
+  EXPECT_REJECTED(npy_file(dict("<f4", "('3',)")), "shape is not a tuple of integers");
+  EXPECT_REJECTED(npy_file(dict("<f4", "(True,)")), "shape is not a tuple of integers");
+  EXPECT_REJECTED(npy_file(dict("<f4", "((3,),)")), "shape is not a tuple of integers");
+  EXPECT_REJECTED(npy_file(dict("<f4", "(99999999999999999999,)")), "shape dimension 99999999999999999999 is too large");
+  EXPECT_REJECTED(npy_file(dict("<f4", "(9223372036854775808,)")), "is too large");
+  // Products past int64, including when a zero dimension makes the count 0 (as NumPy does).
+  EXPECT_REJECTED(npy_file(dict("|u1", "(4294967296, 4294967296)")), "shape (4294967296, 4294967296) of uint8 is too large");
+  EXPECT_REJECTED(npy_file(dict("<f8", "(1152921504606846976,)")), "is too large");
+  EXPECT_REJECTED(npy_file(dict("<f4", "(4611686018427387904, 4611686018427387904, 0)")), "is too large");
+  EXPECT_REJECTED(npy_file(dict("<f4", "(9223372036854775807,)")), "is too large");
+}
+
+TEST(npy_errors, data_size) {
+  EXPECT_REJECTED(npy_file(dict("<f4", "(1000000,)"), std::string(16, '\0')),
+                  "truncated data: shape (1000000,) of float32 needs 4000000 bytes, only 16 follow the header");
+  EXPECT_REJECTED(npy_file(dict("<f8", "(1152921504606846975,)"), "x"), "truncated data");
+  EXPECT_REJECTED(npy_file(dict("<f4", "()")), "truncated data");
+  auto file = file_bytes(fixtures / "float32_3x4.npy");
+  file.pop_back();
+  EXPECT_REJECTED(file, "truncated data: shape (3, 4) of float32 needs 48 bytes, only 47 follow the header");
+  file.push_back(std::byte{0});
+  file.push_back(std::byte{0});
+  EXPECT_REJECTED(file, "1 unexpected bytes after the data (shape (3, 4) of float32 needs 48 bytes)");
+  EXPECT_REJECTED(npy_file(dict("<f4", "(0,)"), "x"), "1 unexpected bytes after the data");
+}
+
+TEST(npy_errors, messages_are_printable) {
+  const std::string message = parse_error(npy_file(std::string("\x01\xff{'descr'") + '\0'));
+  EXPECT_NE(message.find("\\x01\\xff"), std::string::npos) << message;
+  for (const char c : message) EXPECT_TRUE(c >= 0x20 && c < 0x7f) << message;
+  // A long hostile header is cut in messages.
+  EXPECT_LT(parse_error(npy_file("[" + std::string(100000, '1'))).size(), 400u);
+}
+
+// ---- files --------------------------------------------------------------------------------------
+
+TEST_F(npy_files, read_errors_name_the_path) {
+  try {
+    npy::read(dir / "missing.npy");
+    ADD_FAILURE();
+  } catch (const npy::error& e) {
+    EXPECT_EQ(std::string(e.what()), (dir / "missing.npy").string() + ": no such file");
+  }
+  try {
+    npy::read(dir);
+    ADD_FAILURE();
+  } catch (const npy::error& e) {
+    EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
+  }
+  const fs::path bad = dir / "bad.npy";
+  std::ofstream(bad) << "hello";
+  try {
+    npy::read(bad);
+    ADD_FAILURE();
+  } catch (const npy::error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(bad.string() + ": not a .npy file", 0), 0u) << e.what();
+  }
+}
+
+TEST_F(npy_files, write_into_a_missing_directory_fails_cleanly) {
+  const float x = 1;
+  const fs::path path = dir / "no" / "such" / "x.npy";
+  try {
+    npy::write(path, npy::dtype::float32, shape_of({1}), &x);
+    ADD_FAILURE();
+  } catch (const npy::error& e) {
+    EXPECT_NE(std::string(e.what()).find(path.string()), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(path));
+  EXPECT_TRUE(listing().empty());
+}
+
+TEST_F(npy_files, failed_writes_leave_no_file_and_keep_the_old_one) {
+  const float x = 1;
+  // Over a directory: the rename fails, the temporary is removed.
+  fs::create_directory(dir / "d.npy");
+  EXPECT_THROW(npy::write(dir / "d.npy", npy::dtype::float32, shape_of({1}), &x), npy::error);
+  EXPECT_TRUE(fs::is_directory(dir / "d.npy"));
+  // A bad shape: nothing is created, an existing file is untouched.
+  EXPECT_THROW(npy::write(dir / "e.npy", npy::dtype::float32, shape_of({-2}), &x), npy::error);
+  npy::write(dir / "f.npy", npy::dtype::float32, shape_of({1}), &x);
+  EXPECT_THROW(npy::write(dir / "f.npy", npy::dtype::float32, shape_of({1ll << 62, 4}), &x), npy::error);
+  EXPECT_EQ(npy::read(dir / "f.npy").values<float>()[0], 1.0f);
+  EXPECT_THROW(npy::write(dir / "", npy::dtype::float32, shape_of({1}), &x), npy::error);
+  EXPECT_EQ(listing(), (std::vector<std::string>{"d.npy", "f.npy"}));
+}
+
+TEST_F(npy_files, write_in_the_current_directory) {
+  const fs::path old = fs::current_path();
+  fs::current_path(dir);
+  const std::uint16_t v[3] = {1, 2, 3};
+  npy::write("plain.npy", npy::dtype::uint16, shape_of({3}), v);
+  fs::current_path(old);
+  EXPECT_EQ(npy::read(dir / "plain.npy").values<std::uint16_t>()[2], 3);
+}
+
+}  // namespace
