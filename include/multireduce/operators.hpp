@@ -87,6 +87,13 @@ struct minimum {
     if constexpr (std::is_integral_v<T>) {
       return b < a ? b : a;
     } else {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+      if constexpr (std::is_same_v<T, float>) {  // one instruction that propagates NaN (sm_80+)
+        float r;
+        asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+        return r;
+      }
+#endif
       return (b < a || detail::is_nan(b)) && !detail::is_nan(a) ? b : a;
     }
   }
@@ -101,6 +108,13 @@ struct maximum {
     if constexpr (std::is_integral_v<T>) {
       return a < b ? b : a;
     } else {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+      if constexpr (std::is_same_v<T, float>) {  // one instruction that propagates NaN (sm_80+)
+        float r;
+        asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+        return r;
+      }
+#endif
       return (a < b || detail::is_nan(b)) && !detail::is_nan(a) ? b : a;
     }
   }

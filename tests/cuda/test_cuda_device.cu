@@ -249,10 +249,28 @@ TEST(CudaDeviceSegmented, FixedLengthsAllPaths) {
     ws.fixed_segmented_reduce(in.p, out_max.p, segments, L, multireduce::maximum{}, -INFINITY);
     EXPECT_EQ(out_max.get(), reference_segments(v, b, e, multireduce::maximum{}, -INFINITY));
   }
+  // Short segments off the fast path's alignment and row grid: a misaligned input (the tile
+  // kernel), a misaligned output (scalar stores), and a segment count that leaves a partial row.
+  for (std::int64_t L : {1, 2, 4, 8, 16}) {
+    for (int shift_in : {0, 1}) {
+      for (int shift_out : {0, 1}) {
+        const std::int64_t segments = (std::int64_t(v.size()) - 1) / L - 3;
+        SCOPED_TRACE(::testing::Message() << "L=" << L << " in+" << shift_in << " out+" << shift_out);
+        std::vector<std::int64_t> b(static_cast<std::size_t>(segments)), e(static_cast<std::size_t>(segments));
+        for (std::int64_t s = 0; s < segments; ++s) b[std::size_t(s)] = shift_in + s * L, e[std::size_t(s)] = shift_in + s * L + L;
+        dev<float> out(static_cast<std::size_t>(segments + 1));
+        ws.fixed_segmented_reduce(in.p + shift_in, out.p + shift_out, segments, L, multireduce::sum{}, 0.5f);
+        auto got = out.get();
+        got.erase(got.begin(), got.begin() + shift_out);
+        got.resize(static_cast<std::size_t>(segments));
+        EXPECT_EQ(got, reference_segments(v, b, e, multireduce::sum{}, 0.5f));
+      }
+    }
+  }
   // Non-commutative, through every path.
   const auto m = random_mats(1 << 20, seed_for("fixed segments mat"));
   dev<mat2_mod> min(m);
-  for (std::int64_t L : {1, 5, 40, 3000, 1 << 19}) {
+  for (std::int64_t L : {1, 4, 5, 16, 40, 3000, 1 << 19}) {
     SCOPED_TRACE(::testing::Message() << "mat2 L=" << L);
     const std::int64_t segments = std::int64_t(m.size()) / L;
     std::vector<std::int64_t> b(static_cast<std::size_t>(segments)), e(static_cast<std::size_t>(segments));
@@ -311,7 +329,7 @@ TEST(CudaDeviceWindow, AllPathsAndOperators) {
   dev<float> in(v);
   mc::workspace ws;
   for (std::int64_t n : {std::int64_t(0), std::int64_t(1), std::int64_t(5), std::int64_t(4096), std::int64_t(100'003), std::int64_t(v.size())}) {
-    for (std::int64_t w : {1, 2, 3, 32, 1000, 2048, 2049, 5000, 70000}) {
+    for (std::int64_t w : {1, 2, 3, 15, 16, 17, 32, 513, 1000, 2048, 2049, 5000, 70000}) {
       if (n > 200'000 && w > 2048 && w != 5000) continue;
       SCOPED_TRACE(::testing::Message() << "n=" << n << " W=" << w);
       const std::int64_t m = std::max<std::int64_t>(0, n - w + 1);
@@ -330,7 +348,7 @@ TEST(CudaDeviceWindow, AllPathsAndOperators) {
   }
   const auto mats = random_mats(20000, seed_for("window mat"));
   dev<mat2_mod> mats_in(mats);
-  for (std::int64_t w : {1, 7, 1000, 3000}) {
+  for (std::int64_t w : {1, 7, 16, 33, 1000, 2048, 3000}) {
     SCOPED_TRACE(::testing::Message() << "mat2 W=" << w);
     const std::int64_t m = std::int64_t(mats.size()) - w + 1;
     dev<mat2_mod> out(static_cast<std::size_t>(m));

@@ -3,8 +3,12 @@
 // out[s] = op(init, fold of segment s); an empty segment gives init (CUB's convention).
 //
 // Fixed-length segments (segment s = [s*L, (s+1)*L)) pick a kernel by L:
-//  - L <= 16, "tile":     a block stages BlockThreads*2 whole segments in shared memory with
-//                         coalesced loads, then every thread reduces its own segments there.
+//  - L = 1, 2, 4, 8, 16 over an aligned pointer, "direct": each thread folds 16-byte vectors
+//                         (or L elements) straight from registers, no shared memory; the results
+//                         of neighbouring threads are neighbours (coalesced stores).
+//  - other L <= 16, "tile": a block stages 8192 elements of whole segments in shared memory with
+//                         coalesced loads (32 in flight per thread), then every thread reduces
+//                         whole segments there and the outputs leave coalesced.
 //  - L <= 2048, "group":  G = 4..32 lanes per segment (a logical warp), 16-byte vector loads when
 //                         aligned, then warp_reduce<G>: 32/G segments per warp at a time.
 //  - larger L, "block":   one block per segment; when there are too few segments to fill the GPU,
@@ -36,32 +40,97 @@ inline constexpr std::int64_t long_segment_piece = 16384;
 /// Conflict-free shared-memory index for the tile kernel: one pad word per 32 elements.
 __host__ __device__ constexpr int padded(int i) { return i + (i >> 5); }
 
-/// L <= 16: stage whole segments in shared memory, then one thread per segment.
-template <int BlockThreads, int SegmentsPerThread, class It, class Out, class Acc, class Op>
+/// L <= 16: a block stages a tile of whole segments (up to BlockThreads * Items elements) in
+/// shared memory, all its loads in flight at once and coalesced, then every thread reduces whole
+/// segments there (thread t: segments t, t + BlockThreads, ...) and the outputs leave coalesced.
+template <int BlockThreads, int Items, class It, class Out, class Acc, class Op>
 __global__ void __launch_bounds__(BlockThreads)
     tile_segments_kernel(It in, Out out, std::int64_t segments, int length, Op op, Acc init) {
   using T = std::remove_cv_t<std::remove_reference_t<decltype(*in)>>;
-  constexpr int tile_segments = BlockThreads * SegmentsPerThread;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   T* tile = reinterpret_cast<T*>(shared_bytes);
+  const int tile_segments = BlockThreads * Items / length;
   for (std::int64_t first = std::int64_t(blockIdx.x) * tile_segments; first < segments;
        first += std::int64_t(gridDim.x) * tile_segments) {
     const int count = segments - first < tile_segments ? static_cast<int>(segments - first) : tile_segments;
     const int elements = count * length;
     const std::int64_t base = first * length;
-#pragma unroll 4
-    for (int i = threadIdx.x; i < elements; i += BlockThreads) tile[padded(i)] = in[base + i];
-    __syncthreads();
+    T staged[Items];
 #pragma unroll
-    for (int k = 0; k < SegmentsPerThread; ++k) {
-      const int s = k * BlockThreads + threadIdx.x;
-      if (s < count) {
-        Acc acc = init;
-        for (int j = 0; j < length; ++j) acc = op(acc, static_cast<Acc>(tile[padded(s * length + j)]));
-        out[first + s] = acc;
-      }
+    for (int k = 0; k < Items; ++k) {
+      const int i = k * BlockThreads + threadIdx.x;
+      if (i < elements) staged[k] = in[base + i];
+    }
+#pragma unroll
+    for (int k = 0; k < Items; ++k) {
+      const int i = k * BlockThreads + threadIdx.x;
+      if (i < elements) tile[padded(i)] = staged[k];
     }
     __syncthreads();
+    for (int s = threadIdx.x; s < count; s += BlockThreads) {
+      Acc acc = init;
+      for (int j = 0; j < length; ++j) acc = op(acc, static_cast<Acc>(tile[padded(s * length + j)]));
+      out[first + s] = acc;
+    }
+    __syncthreads();
+  }
+}
+
+/// K values of T stored with one instruction when K * sizeof(T) is 8 or 16 bytes.
+template <class T, int K>
+struct alignas((K * sizeof(T) == 8 || K * sizeof(T) == 16) ? K * sizeof(T) : alignof(T)) value_pack {
+  T v[K];
+};
+
+/// L = 1, 2, 4, 8 or 16 over a 16-byte-aligned array: no staging. A thread's row is one 16-byte
+/// vector, or L elements when that is more; it loads Rows rows (a grid stride apart, all in
+/// flight), folds each into its row/L segment results and stores those next to its neighbours'
+/// (one 8- or 16-byte store when VectorOut: `out` is an aligned Acc array). Leftover segments
+/// (less than one row) go element-wise.
+template <int BlockThreads, int L, bool VectorOut, class T, class Out, class Acc, class Op>
+__global__ void __launch_bounds__(BlockThreads)
+    direct_segments_kernel(const T* in, Out out, std::int64_t segments, Op op, Acc init) {
+  constexpr int V = vector_elements<T>;
+  constexpr int row = V > L ? V : L, vectors = row / V, per_row = row / L, rows_in_flight = 4;
+  static_assert(V > 1 && row % V == 0 && row % L == 0);
+  const std::int64_t rows = segments / per_row;
+  const std::int64_t stride = std::int64_t(gridDim.x) * BlockThreads;
+  const auto* vin = reinterpret_cast<const vector16<T>*>(in);
+  for (std::int64_t r0 = std::int64_t(blockIdx.x) * BlockThreads + threadIdx.x; r0 < rows;
+       r0 += rows_in_flight * stride) {
+    vector16<T> v[rows_in_flight][vectors];
+#pragma unroll
+    for (int q = 0; q < rows_in_flight; ++q)
+      if (r0 + q * stride < rows) {
+#pragma unroll
+        for (int u = 0; u < vectors; ++u) v[q][u] = load_vector(vin + (r0 + q * stride) * vectors + u);
+      }
+#pragma unroll
+    for (int q = 0; q < rows_in_flight; ++q) {
+      const std::int64_t r = r0 + q * stride;
+      if (r >= rows) break;
+      value_pack<Acc, per_row> results;
+#pragma unroll
+      for (int k = 0; k < per_row; ++k) {
+        Acc acc = init;
+#pragma unroll
+        for (int j = 0; j < L; ++j) acc = op(acc, static_cast<Acc>(v[q][(k * L + j) / V].v[(k * L + j) % V]));
+        results.v[k] = acc;
+      }
+      if constexpr (VectorOut) {
+        *reinterpret_cast<value_pack<Acc, per_row>*>(&out[r * per_row]) = results;
+      } else {
+#pragma unroll
+        for (int k = 0; k < per_row; ++k) out[r * per_row + k] = results.v[k];
+      }
+    }
+  }
+  const std::int64_t done = rows * per_row;
+  if (blockIdx.x == 0 && threadIdx.x < segments - done) {
+    const std::int64_t s = done + threadIdx.x;
+    Acc acc = init;
+    for (int j = 0; j < L; ++j) acc = op(acc, static_cast<Acc>(in[s * L + j]));
+    out[s] = acc;
   }
 }
 
@@ -280,6 +349,44 @@ cudaError_t launch_group_offsets(It in, Out out, std::int64_t segments, OffIt b,
 
 // ---- fixed lengths (the offsets group kernel with computed offsets, or the block kernel) -----
 
+/// Launches direct_segments_kernel when it applies (a 16-byte-aligned pointer, L a power of two
+/// up to 16); returns false otherwise.
+template <class It, class Out, class Acc, class Op>
+bool launch_direct_segments(It in, Out out, std::int64_t segments, std::int64_t length, Op op, Acc init,
+                            cudaStream_t stream, cudaError_t& error) {
+  if constexpr (std::is_pointer_v<It>) {
+    using T = std::remove_cv_t<std::remove_pointer_t<It>>;
+    if constexpr (vector_elements<T> > 1 && 16 % vector_elements<T> == 0) {
+      if (reinterpret_cast<std::uintptr_t>(in) % 16 != 0) return false;
+      constexpr bool out_is_acc = std::is_same_v<Out, Acc*> && vector_elements<Acc> > 1;
+      const bool out_aligned = out_is_acc && reinterpret_cast<std::uintptr_t>(&out[0]) % 16 == 0;
+      constexpr int threads = 256;
+      auto launch = [&](auto l) {
+        constexpr int L = decltype(l)::value;
+        constexpr int row = vector_elements<T> > L ? vector_elements<T> : L, per_row = row / L;
+        constexpr bool vector_out = out_is_acc && (per_row * sizeof(Acc) == 8 || per_row * sizeof(Acc) == 16);
+        const int blocks = grid_for(segments / per_row, threads * 4, sm_count() * 8);
+        if (vector_out && !out_aligned) {
+          direct_segments_kernel<threads, L, false><<<blocks, threads, 0, stream>>>(in, out, segments, op, init);
+        } else {
+          direct_segments_kernel<threads, L, vector_out><<<blocks, threads, 0, stream>>>(in, out, segments, op, init);
+        }
+      };
+      switch (length) {
+        case 1: launch(std::integral_constant<int, 1>{}); break;
+        case 2: launch(std::integral_constant<int, 2>{}); break;
+        case 4: launch(std::integral_constant<int, 4>{}); break;
+        case 8: launch(std::integral_constant<int, 8>{}); break;
+        case 16: launch(std::integral_constant<int, 16>{}); break;
+        default: return false;
+      }
+      error = cudaPeekAtLastError();
+      return true;
+    }
+  }
+  return false;
+}
+
 /// Fixed lengths up to segment_group_max_length: no temporary storage needed.
 template <class It, class Out, class Acc, class Op>
 cudaError_t launch_short_fixed(It in, Out out, std::int64_t segments, std::int64_t length, Op op, Acc init,
@@ -290,14 +397,20 @@ cudaError_t launch_short_fixed(It in, Out out, std::int64_t segments, std::int64
     fill_kernel<<<grid_for(segments, 256, sms * 8), 256, 0, stream>>>(out, segments, init);
     return cudaPeekAtLastError();
   }
+  if (cudaError_t e; length <= segment_tile_max_length && launch_direct_segments(in, out, segments, length, op, init, stream, e))
+    return e;
   if (length <= segment_tile_max_length) {
-    constexpr int threads = 256, per_thread = 2;
-    const int shared = static_cast<int>(sizeof(T) * (padded(threads * per_thread * segment_tile_max_length) + 1));
-    auto kernel = tile_segments_kernel<threads, per_thread, It, Out, Acc, Op>;
+    constexpr int threads = 256, items = 32;  // tiles of 8192 elements
+    const int shared = static_cast<int>(sizeof(T) * (padded(threads * items) + 1));
+    auto kernel = tile_segments_kernel<threads, items, It, Out, Acc, Op>;
     if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
         e != cudaSuccess)
       return e;
-    const int blocks = grid_for(segments, threads * per_thread, sms * 8);
+    int per_sm = 0;
+    if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, std::size_t(shared));
+        e != cudaSuccess)
+      return e;
+    const int blocks = grid_for(segments, threads * items / static_cast<int>(length), sms * (per_sm > 0 ? per_sm : 1));
     kernel<<<blocks, threads, shared, stream>>>(in, out, segments, static_cast<int>(length), op, init);
     return cudaPeekAtLastError();
   }

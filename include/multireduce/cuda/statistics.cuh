@@ -2,8 +2,9 @@
 // and l2 of one array in one pass and one launch.
 //
 // Each thread keeps shifted sums (shift K = in[0]) over its grid-stride share: S1 = sum(x-K),
-// S2 = sum((x-K)^2), sum |x|, sum x^2 in double, and min/max with their first indices (within a
-// 16-byte vector with 32-bit positions, then one 64-bit update per vector). Threads then become
+// S2 = sum((x-K)^2), sum |x|, sum x^2 in double, and min/max with their first indices (a cheap
+// NaN-blind min/max per 16-byte vector; only vectors that may change the extremes take the exact
+// path with NumPy's NaN and first-index rules). Threads then become
 // statistics_accumulator states (statistics.hpp) merged with Chan's formulas: over the block
 // (block_reduce), then over blocks by the last block to finish, in block order -- deterministic.
 #pragma once
@@ -45,21 +46,37 @@ struct stats_thread_state {
   }
   template <int V>
   __device__ __forceinline__ void add_vector(const T (&x)[V], std::int64_t first) {
-    T low = x[0], high = x[0];
-    int at_low = 0, at_high = 0;
+    // The vector's own sums first (short dependency chains), then one add each.
+    double d1 = 0, d2 = 0, a1 = 0, q2 = 0;
 #pragma unroll
     for (int j = 0; j < V; ++j) {
       const double v = static_cast<double>(x[j]);
       const double d = v - shift;
-      s1 += d;
-      s2 += d * d;
-      l1 += fabs(v);
-      squares += v * v;
+      d1 += d;
+      d2 += d * d;
+      a1 += fabs(v);
+      q2 += v * v;
       if constexpr (std::is_integral_v<T>) sum = static_cast<sum_type>(sum + static_cast<sum_type>(x[j]));
-      if (j > 0 && (x[j] < low || (multireduce::detail::is_nan(x[j]) && !multireduce::detail::is_nan(low)))) low = x[j], at_low = j;
-      if (j > 0 && (high < x[j] || (multireduce::detail::is_nan(x[j]) && !multireduce::detail::is_nan(high)))) high = x[j], at_high = j;
     }
+    s1 += d1, s2 += d2, l1 += a1, squares += q2;
     count += V;
+    // Extremes: a cheap NaN-blind min/max of the vector; only a vector that may change this
+    // thread's extremes (a new low or high, a NaN -- d1 is then NaN -- or the first vector) takes
+    // the exact path with NumPy's NaN and first-index rules.
+    T low = x[0], high = x[0];
+#pragma unroll
+    for (int j = 1; j < V; ++j) low = x[j] < low ? x[j] : low, high = high < x[j] ? x[j] : high;
+    bool exact = argmin < 0 || low < min || max < high;
+    if constexpr (!std::is_integral_v<T>) exact = exact || isnan(d1);
+    if (!exact) return;
+    using multireduce::detail::is_nan;
+    int at_low = 0, at_high = 0;
+    low = x[0], high = x[0];
+#pragma unroll
+    for (int j = 1; j < V; ++j) {
+      if (x[j] < low || (is_nan(x[j]) && !is_nan(low))) low = x[j], at_low = j;
+      if (high < x[j] || (is_nan(x[j]) && !is_nan(high))) high = x[j], at_high = j;
+    }
     take_extremes(low, high, first + at_low, first + at_high);
   }
   __device__ statistics_accumulator<T> state() const {
@@ -78,8 +95,12 @@ struct merge_statistics {
   }
 };
 
+inline constexpr int statistics_block_threads = 256;
+inline constexpr int statistics_blocks_per_sm = 2;
+inline constexpr int statistics_vectors_in_flight = 8;
+
 template <int BlockThreads, class It>
-__global__ void __launch_bounds__(BlockThreads)
+__global__ void __launch_bounds__(BlockThreads, statistics_blocks_per_sm)
     statistics_kernel(It in, std::int64_t n,
                       statistics<std::remove_cv_t<std::remove_reference_t<decltype(*in)>>>* out,
                       statistics_accumulator<std::remove_cv_t<std::remove_reference_t<decltype(*in)>>>* partials,
@@ -91,7 +112,7 @@ __global__ void __launch_bounds__(BlockThreads)
   stats_thread_state<T> t;
   t.shift = n > 0 ? static_cast<double>(in[0]) : 0.0;
   if (!isfinite(t.shift)) t.shift = 0;  // a NaN or infinite first element shifts nothing
-  for_each_strided<BlockThreads, 2>(
+  for_each_strided<BlockThreads, statistics_vectors_in_flight>(
       in, n, [&](const auto& v, std::int64_t first) { t.add_vector(v, first); },
       [&](const T& x, std::int64_t i) { t.add(x, i); });
 
@@ -105,8 +126,11 @@ template <class It, class T>
 cudaError_t statistics(void* temp_storage, std::size_t& temp_bytes, It in, multireduce::statistics<T>* out,
                        std::int64_t n, cudaStream_t stream, bool ticket_is_zero) {
   if (n < 0) return cudaErrorInvalidValue;
-  constexpr int threads = 256;
-  const int blocks = reduce_grid_size<T>(n, sm_count() * 2);  // 256-thread blocks: 8 per SM
+  constexpr int threads = statistics_block_threads;
+  // Enough blocks that each thread has a few vectors; at most as many as stay resident.
+  constexpr std::int64_t per_block = std::int64_t(threads) * vector_elements<T> * statistics_vectors_in_flight;
+  const std::int64_t wanted = (n + per_block - 1) / per_block, resident = std::int64_t(sm_count()) * statistics_blocks_per_sm;
+  const int blocks = static_cast<int>(wanted < 1 ? 1 : wanted < resident ? wanted : resident);
   const std::size_t needed = ticket_bytes + round_up(sizeof(statistics_accumulator<T>) * std::size_t(blocks));
   if (temp_storage == nullptr) {
     temp_bytes = needed;
