@@ -2,7 +2,7 @@
 //
 // Two layers:
 //  - CUB-style entry points (reduce, transform_reduce, argmin, argmax, statistics,
-//    segmented_reduce, fixed_segmented_reduce, window_reduce): query the temporary bytes with
+//    segmented_reduce, fixed_segmented_reduce, window_reduce, knn_hamming): query the temporary bytes with
 //    temp_storage == nullptr, then run on a stream; they return a cudaError_t and never throw.
 //  - `workspace`: owns (and grows) the temporary storage for one stream, runs the same algorithms,
 //    throws multireduce::cuda::error with a message, and keeps reduce's ticket zeroed between
@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "cuda/common.cuh"
+#include "cuda/match.cuh"
 #include "cuda/reduce.cuh"
 #include "cuda/segmented_reduce.cuh"
 #include "cuda/statistics.cuh"
@@ -86,6 +87,13 @@ class workspace {
       return detail::window_reduce(t, b, in, n, window, out, op, init, stream_);
     }, false);
     return n - window + 1 > 0 ? n - window + 1 : 0;
+  }
+  /// The k nearest training descriptors of every query (multireduce/cuda/match.cuh).
+  void knn_hamming(const std::uint8_t* query, std::int64_t queries, const std::uint8_t* train, std::int64_t trains,
+                   int bytes, int k, std::int32_t* idx, std::int32_t* dist, match_path path = match_path::automatic) {
+    run("multireduce::cuda::workspace::knn_hamming", [&](void* t, std::size_t& b) {
+      return cuda::knn_hamming(t, b, query, queries, train, trains, bytes, k, idx, dist, path, stream_);
+    }, false);
   }
 
  private:

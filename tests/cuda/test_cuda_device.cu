@@ -13,6 +13,7 @@
 
 #include "../common/test_values.hpp"
 #include "cuda_runner.cuh"
+#include "device_array.cuh"
 
 namespace mr_test {
 namespace {
@@ -20,24 +21,6 @@ namespace {
 namespace mc = multireduce::cuda;
 using multireduce::key_value;
 
-template <class T>
-struct dev {
-  T* p = nullptr;
-  std::size_t n = 0;
-  explicit dev(std::size_t count, unsigned char poison = 0xA5) : n(count) {
-    MR_TEST_CUDA(cudaMalloc(&p, std::max<std::size_t>(count, 1) * sizeof(T)));
-    MR_TEST_CUDA(cudaMemset(p, poison, std::max<std::size_t>(count, 1) * sizeof(T)));
-  }
-  explicit dev(const std::vector<T>& v) : dev(v.size()) {
-    MR_TEST_CUDA(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  ~dev() { cudaFree(p); }
-  std::vector<T> get() const {
-    std::vector<T> v(n);
-    MR_TEST_CUDA(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
-    return v;
-  }
-};
 
 std::uint64_t seed_for(const char* what) {
   const std::uint64_t s = base_seed() ^ std::hash<std::string>{}(what);
