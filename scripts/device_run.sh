@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: the GPU tests, the benchmarks and the SASS shuffle counts.
 # Usage (from the repository root, with the default preset built here and its binaries carried):
-#   bash scripts/device_run.sh OUTDIR [SUITES...]     (suites default: warp reduce segmented stats window)
+#   bash scripts/device_run.sh OUTDIR [SUITES...]     (suites default: warp reduce segmented stats window match)
 set -uo pipefail
 out=${1:-${OUT:-/tmp/multireduce-out}}
 shift || true
-suites=${*:-warp reduce segmented stats window}
+suites=${*:-warp reduce segmented stats window match}
 mkdir -p "$out"
 bin=${BIN:-build/default}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,memory.total --format=csv | tee "$out/gpu.txt"
+export MULTIREDUCE_MATCH_DATA=${MULTIREDUCE_MATCH_DATA:-$PWD/tests/data/match}
 for t in multireduce_cuda_tests multireduce_cuda_device_tests; do
   if [ -x "$bin/tests/$t" ]; then
     "$bin/tests/$t" --gtest_brief=1 > "$out/$t.txt" 2>&1; echo "$t: exit $?"; grep -E "PASSED|FAILED|SKIPPED" "$out/$t.txt" | tail -n 5
@@ -16,7 +17,7 @@ for t in multireduce_cuda_tests multireduce_cuda_device_tests; do
 done
 if [ -x "$bin/tests/multireduce_cuda_device_tests" ]; then
   compute-sanitizer --tool memcheck "$bin/tests/multireduce_cuda_device_tests" --gtest_brief=1 \
-    --gtest_filter='CudaDeviceReduce.NonCommutative*:CudaDeviceSegmented.Offsets*:CudaDeviceWindow.*:CudaDeviceBadInput.*' \
+    --gtest_filter='CudaDeviceReduce.NonCommutative*:CudaDeviceSegmented.Offsets*:CudaDeviceWindow.*:CudaDeviceBadInput.*:CudaMatch.BothPathsReproduceOpenCv:CudaMatch.BadArgumentsAreErrors' \
     > "$out/memcheck.txt" 2>&1; echo "memcheck: exit $?"; tail -n 2 "$out/memcheck.txt"
 fi
 for s in $suites; do

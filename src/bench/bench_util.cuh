@@ -160,5 +160,6 @@ int run_reduce_suite(const options& opts, const device_info& device, nlohmann::j
 int run_segmented_suite(const options& opts, const device_info& device, nlohmann::json& results);
 int run_stats_suite(const options& opts, const device_info& device, nlohmann::json& results);
 int run_window_suite(const options& opts, const device_info& device, nlohmann::json& results);
+int run_match_suite(const options& opts, const device_info& device, nlohmann::json& results);
 
 }  // namespace multireduce::bench

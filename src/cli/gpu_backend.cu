@@ -7,6 +7,7 @@
 //    sum, min or max.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <type_traits>
@@ -289,5 +290,58 @@ statistics<T> gpu_statistics(const T* host, std::int64_t n, int device, gpu_timi
 #define MULTIREDUCE_INSTANTIATE(T) template statistics<T> gpu_statistics(const T*, std::int64_t, int, gpu_timing*);
 MULTIREDUCE_CLI_STATISTICS_TYPES(MULTIREDUCE_INSTANTIATE)
 #undef MULTIREDUCE_INSTANTIATE
+
+std::string gpu_match_unsupported_reason(int bytes, int device) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    return "no CUDA device is available";
+  }
+  if (device < 0 || device >= count) return missing_device(device, count);
+  if (bytes > mc::detail::match_max_bytes)
+    return "the GPU matcher takes descriptors of up to " + std::to_string(mc::detail::match_max_bytes) + " bytes";
+  return "";
+}
+
+knn_output gpu_knn(const std::uint8_t* query, std::int64_t queries, const std::uint8_t* train, std::int64_t trains,
+                   int bytes, int k, bool reverse, int device) {
+  if (const std::string why = gpu_match_unsupported_reason(bytes, device); !why.empty())
+    throw std::runtime_error("GPU backend: " + why);
+  select_device(device);
+  knn_output r;
+  r.device_name = device_name(device);
+  device_array<std::uint8_t> dq(queries * bytes), dt(trains * bytes);
+  device_array<std::int32_t> idx(queries * k), dist(queries * k);
+  device_array<std::int32_t> rev_idx(reverse ? trains : 0), rev_dist(reverse ? trains : 0);
+  cuda_check(cudaMemcpy(dq.p, query, std::size_t(queries) * std::size_t(bytes), cudaMemcpyHostToDevice), "uploading the queries");
+  cuda_check(cudaMemcpy(dt.p, train, std::size_t(trains) * std::size_t(bytes), cudaMemcpyHostToDevice), "uploading the training set");
+  std::size_t temp = 0, reverse_temp = 0;
+  cuda_check(mc::knn_hamming(nullptr, temp, dq.p, queries, dt.p, trains, bytes, k, idx.p, dist.p), "planning the search");
+  if (reverse)
+    cuda_check(mc::knn_hamming(nullptr, reverse_temp, dt.p, trains, dq.p, queries, bytes, 1, rev_idx.p, rev_dist.p),
+               "planning the reverse search");
+  device_array<std::byte> storage(std::int64_t(std::max(temp, reverse_temp)));
+  const std::size_t storage_bytes = std::max<std::size_t>(std::max(temp, reverse_temp), 1);
+  timer t;
+  t.begin();
+  cuda_check(mc::knn_hamming(storage.p, temp, dq.p, queries, dt.p, trains, bytes, k, idx.p, dist.p), "searching");
+  if (reverse)
+    cuda_check(mc::knn_hamming(storage.p, reverse_temp, dt.p, trains, dq.p, queries, bytes, 1, rev_idx.p, rev_dist.p),
+               "searching back (cross-check)");
+  r.seconds = t.end();
+  cuda_check(cudaGetLastError(), "running the search");
+  r.idx.resize(std::size_t(queries * k));
+  r.dist.resize(r.idx.size());
+  cuda_check(cudaMemcpy(r.idx.data(), idx.p, r.idx.size() * sizeof(std::int32_t), cudaMemcpyDeviceToHost), "downloading");
+  cuda_check(cudaMemcpy(r.dist.data(), dist.p, r.dist.size() * sizeof(std::int32_t), cudaMemcpyDeviceToHost), "downloading");
+  if (reverse) {
+    r.reverse_nearest.resize(std::size_t(trains));
+    cuda_check(cudaMemcpy(r.reverse_nearest.data(), rev_idx.p, r.reverse_nearest.size() * sizeof(std::int32_t),
+                          cudaMemcpyDeviceToHost), "downloading");
+  }
+  r.device_bytes = (queries + trains) * bytes + 2 * queries * k * 4 + (reverse ? 2 * trains * 4 : 0) +
+                   std::int64_t(storage_bytes);
+  return r;
+}
 
 }  // namespace multireduce::cli

@@ -64,4 +64,20 @@ statistics<T> gpu_statistics(const T* data, std::int64_t n, int device, gpu_timi
   X(std::int8_t) X(std::int16_t) X(std::int32_t) X(std::int64_t) X(std::uint8_t) X(std::uint16_t) \
   X(std::uint32_t) X(std::uint64_t) X(float) X(double)
 
+/// What `multireduce match` gets from the GPU: the k nearest of every query (queries x k, -1 past
+/// the training set) and, when asked, every training descriptor's nearest query (the cross-check).
+struct knn_output {
+  std::vector<std::int32_t> idx, dist, reverse_nearest;
+  double seconds = 0;             ///< device time of the searches (CUDA events), transfers excluded
+  std::int64_t device_bytes = 0;  ///< GPU memory the searches allocated (inputs, outputs, temporary)
+  std::string device_name;
+};
+
+/// "" when GPU `device` can match `bytes`-wide descriptors; otherwise why not.
+std::string gpu_match_unsupported_reason(int bytes, int device);
+
+/// Brute-force Hamming k-NN of host descriptor rows on GPU `device` (multireduce::cuda::knn_hamming).
+knn_output gpu_knn(const std::uint8_t* query, std::int64_t queries, const std::uint8_t* train, std::int64_t trains,
+                   int bytes, int k, bool reverse, int device);
+
 }  // namespace multireduce::cli

@@ -26,4 +26,9 @@ statistics<T> gpu_statistics(const T*, std::int64_t, int, gpu_timing*) {
 MULTIREDUCE_CLI_STATISTICS_TYPES(MULTIREDUCE_INSTANTIATE)
 #undef MULTIREDUCE_INSTANTIATE
 
+std::string gpu_match_unsupported_reason(int, int) { return no_cuda; }
+knn_output gpu_knn(const std::uint8_t*, std::int64_t, const std::uint8_t*, std::int64_t, int, int, bool, int) {
+  throw std::runtime_error(no_cuda);
+}
+
 }  // namespace multireduce::cli

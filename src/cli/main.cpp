@@ -12,6 +12,7 @@
 
 #include "bench/bench.hpp"
 #include "bench/bench_cpu.hpp"
+#include "match_cmd.hpp"
 #include "reduce_cmd.hpp"
 #include "trace.hpp"
 
@@ -45,9 +46,9 @@ int main(int argc, char** argv) {
 
   multireduce::bench::options bench;
   auto* bench_cmd = app.add_subcommand("bench", "run a benchmark suite on the GPU (verifies every result first)");
-  bench_cmd->add_option("suite", bench.suite, "suite: warp, reduce, segmented, stats, window (GPU); cpu (this machine)")
+  bench_cmd->add_option("suite", bench.suite, "suite: warp, reduce, segmented, stats, window, match (GPU); cpu (this machine)")
       ->required()
-      ->check(CLI::IsMember({"warp", "reduce", "segmented", "stats", "window", "cpu"}));
+      ->check(CLI::IsMember({"warp", "reduce", "segmented", "stats", "window", "match", "cpu"}));
   bench_cmd->add_option("--json", bench.json_path, "also write the results as JSON to this file");
   bench_cmd->add_option("--repetitions", bench.repetitions, "timed runs per kernel (median reported)")
       ->check(CLI::Range(1, 100000))->capture_default_str();
@@ -59,6 +60,8 @@ int main(int argc, char** argv) {
   auto* reduce_cmd = multireduce::cli::add_reduce_command(app, reduce);
   multireduce::cli::stats_options stats;
   auto* stats_cmd = multireduce::cli::add_stats_command(app, stats);
+  multireduce::cli::match_options match;
+  auto* match_cmd = multireduce::cli::add_match_command(app, match);
 
   try {
     app.parse(argc, argv);
@@ -68,6 +71,7 @@ int main(int argc, char** argv) {
   }
   if (*reduce_cmd) return multireduce::cli::run_reduce(reduce);
   if (*stats_cmd) return multireduce::cli::run_stats(stats);
+  if (*match_cmd) return multireduce::cli::run_match(match);
   if (*trace_cmd) {
     multireduce::parse(algorithm, trace.algorithm);
     return multireduce::cli::run_trace(trace);

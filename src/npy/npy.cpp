@@ -594,6 +594,8 @@ std::vector<std::byte> encode(dtype type, std::span<const std::int64_t> shape, c
   return encode_named("npy::encode", type, shape, data);
 }
 
+void write_bytes(const std::filesystem::path& path, std::span<const std::byte> bytes) { write_atomically(path, bytes); }
+
 void write(const std::filesystem::path& path, dtype type, std::span<const std::int64_t> shape, const void* data) {
   write_atomically(path, encode_named(path.string(), type, shape, data));
 }

@@ -140,6 +140,10 @@ array read(const std::filesystem::path& path);
 ///         byte for byte what numpy.save writes.
 std::vector<std::byte> encode(dtype type, std::span<const std::int64_t> shape, const void* data);
 
+/// Writes `bytes` to `path` atomically (a temporary file in the same directory, then a rename): a
+/// failure leaves no half-written file. Throws error naming the path.
+void write_bytes(const std::filesystem::path& path, std::span<const std::byte> bytes);
+
 /// Writes encode(type, shape, data) to `path` atomically: a temporary file in the same
 /// directory (".<name>.tmp-<pid>-<n>"), fsync'ed, then renamed over `path` (a symlink at `path`
 /// is replaced, not followed). On any failure the temporary is removed, `path` is untouched and

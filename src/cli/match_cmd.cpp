@@ -1,0 +1,219 @@
+// match_cmd.cpp -- `multireduce match` (see match_cmd.hpp).
+#include "match_cmd.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <multireduce/match.hpp>
+
+#include "gpu_backend.hpp"
+#include "npy/npy.hpp"
+
+namespace multireduce::cli {
+namespace {
+
+/// A CLI11 check for an integer option that must not be negative.
+CLI::Validator not_negative() {
+  return CLI::Validator(
+      [](std::string& s) {
+        try {
+          return std::stoll(s) >= 0 ? std::string() : std::string("must not be negative, got " + s);
+        } catch (const std::exception&) {
+          return std::string("must be a non-negative integer, got " + s);
+        }
+      },
+      "INT>=0");
+}
+
+std::string shape_text(const npy::array& a) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < a.shape.size(); ++i) s += (i ? ", " : "") + std::to_string(a.shape[i]);
+  return s + (a.shape.size() == 1 ? ",)" : ")");
+}
+
+/// Reads a descriptor set: a 2-d uint8 array of rows whose width is a positive multiple of 4.
+npy::array read_descriptors(const std::string& path) {
+  npy::array a = npy::read(path);
+  if (a.type != npy::dtype::uint8 || a.shape.size() != 2)
+    throw std::invalid_argument(fmt::format("{}: descriptors must be a 2-d uint8 array (rows of bytes), got {} of shape {}",
+                                            path, npy::name_of(a.type), shape_text(a)));
+  if (a.shape[1] <= 0 || a.shape[1] % 4 != 0)
+    throw std::invalid_argument(
+        fmt::format("{}: the descriptor width must be a positive multiple of 4 bytes, got {}", path, a.shape[1]));
+  return a;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string matches_csv(const std::vector<match>& kept) {
+  std::string text = "query,train,distance\n";
+  for (const auto& m : kept) text += fmt::format("{},{},{}\n", m.query, m.train, m.distance);
+  return text;
+}
+
+void write_int32(const std::string& path, std::int64_t rows, std::int64_t columns, const std::int32_t* data) {
+  const std::int64_t shape[2] = {rows, columns};
+  npy::write(path, npy::dtype::int32, shape, data);
+}
+
+/// The k nearest as a (queries, k) slice of the (queries, k_search) lists.
+std::vector<std::int32_t> first_columns(const std::vector<std::int32_t>& v, std::int64_t rows, int from, int k) {
+  std::vector<std::int32_t> out(std::size_t(rows) * std::size_t(k));
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (int j = 0; j < k; ++j) out[std::size_t(r * k + j)] = v[std::size_t(r * from + j)];
+  return out;
+}
+
+int match_body(const match_options& o) {
+  match_rule rule;
+  if (o.ratio) rule.ratio = *o.ratio;
+  if (o.margin) rule.margin = *o.margin;
+  if (o.max_distance) rule.max_distance = *o.max_distance;
+  rule.cross_check = o.cross_check;
+  check_match_rule(rule);
+  for (const std::string* out : {&o.output}) {
+    if (!out->empty() && !ends_with(*out, ".csv") && !ends_with(*out, ".npy"))
+      throw std::invalid_argument(fmt::format("-o {}: the matches are written as .csv or .npy", *out));
+  }
+  if (o.knn_idx.empty() != o.knn_dist.empty())
+    throw std::invalid_argument("--knn-idx and --knn-dist go together");
+
+  const npy::array query = read_descriptors(o.query), train = read_descriptors(o.train);
+  if (query.shape[1] != train.shape[1])
+    throw std::invalid_argument(fmt::format("the descriptor widths differ: {} has {} bytes, {} has {}", o.query,
+                                            query.shape[1], o.train, train.shape[1]));
+  const int bytes = static_cast<int>(query.shape[1]);
+  const std::int64_t nq = query.shape[0], nt = train.shape[0];
+  check_match_arguments(nq, nt, bytes, o.k);
+  // The ratio and margin tests look at the second nearest whatever k is asked for.
+  const int k_search = (rule.ratio > 0 || rule.margin >= 0) ? std::max(o.k, 2) : o.k;
+
+  const auto* q = query.values<std::uint8_t>().data();
+  const auto* t = train.values<std::uint8_t>().data();
+  std::vector<std::int32_t> idx, dist, reverse;
+  std::string used = "cpu", why_not_gpu;
+  double seconds = 0;
+  std::int64_t device_bytes = 0;
+  std::string device;
+  if (o.backend != "cpu") why_not_gpu = gpu_match_unsupported_reason(bytes, o.device);
+  if (o.backend == "cuda" && !why_not_gpu.empty()) throw std::invalid_argument("--backend cuda: " + why_not_gpu);
+  if (o.backend != "cpu" && why_not_gpu.empty()) {
+    knn_output r = gpu_knn(q, nq, t, nt, bytes, k_search, rule.cross_check, o.device);
+    idx = std::move(r.idx), dist = std::move(r.dist), reverse = std::move(r.reverse_nearest);
+    used = "cuda", seconds = r.seconds, device_bytes = r.device_bytes, device = r.device_name;
+  } else {
+    const auto start = std::chrono::steady_clock::now();
+    idx.resize(std::size_t(nq * k_search));
+    dist.resize(idx.size());
+    cpu::knn_hamming(q, nq, t, nt, bytes, k_search, idx.data(), dist.data());
+    if (rule.cross_check) {
+      reverse.resize(std::size_t(nt));
+      std::vector<std::int32_t> reverse_dist(reverse.size());
+      cpu::knn_hamming(t, nt, q, nq, bytes, 1, reverse.data(), reverse_dist.data());
+    }
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  const std::vector<match> kept =
+      accept_matches(idx.data(), dist.data(), nq, k_search, rule, rule.cross_check ? reverse.data() : nullptr);
+
+  if (!o.knn_idx.empty()) {
+    write_int32(o.knn_idx, nq, o.k, first_columns(idx, nq, k_search, o.k).data());
+    write_int32(o.knn_dist, nq, o.k, first_columns(dist, nq, k_search, o.k).data());
+  }
+  if (o.output.empty()) {
+    std::fputs(matches_csv(kept).c_str(), stdout);
+  } else if (ends_with(o.output, ".csv")) {
+    const std::string text = matches_csv(kept);
+    npy::write_bytes(o.output, std::as_bytes(std::span(text.data(), text.size())));
+  } else {
+    std::vector<std::int32_t> rows(kept.size() * 3);
+    for (std::size_t i = 0; i < kept.size(); ++i)
+      rows[3 * i] = kept[i].query, rows[3 * i + 1] = kept[i].train, rows[3 * i + 2] = kept[i].distance;
+    write_int32(o.output, std::int64_t(kept.size()), 3, rows.data());
+  }
+  fmt::print(stderr, "multireduce match: {} matches kept of {} queries ({} training descriptors, {} bits)\n",
+             kept.size(), nq, nt, bytes * 8);
+  if (o.timing) {
+    const double comparisons = double(nq) * double(nt) * (rule.cross_check ? 2.0 : 1.0);
+    fmt::print(stderr, "backend {}{}: {:.3f} ms, {:.3g} comparisons/s{}\n", used,
+               used == "cuda" ? " (" + device + ")" : (why_not_gpu.empty() ? "" : " (not the GPU: " + why_not_gpu + ")"),
+               seconds * 1e3, seconds > 0 ? comparisons / seconds : 0.0,
+               used == "cuda" ? fmt::format(", peak GPU memory {:.1f} MiB", double(device_bytes) / (1 << 20)) : "");
+  }
+  return 0;
+}
+
+}  // namespace
+
+CLI::App* add_match_command(CLI::App& app, match_options& opts) {
+  auto* cmd = app.add_subcommand("match", "brute-force Hamming matching of binary descriptors (.npy, uint8 rows)");
+  cmd->add_option("query", opts.query, "query descriptors: a (N, bytes) uint8 .npy (bytes a multiple of 4)")->required();
+  cmd->add_option("train", opts.train, "training descriptors: a (M, bytes) uint8 .npy of the same width")->required();
+  cmd->add_option("--k", opts.k, "neighbours listed per query (1..8)")->check(CLI::Range(1, match_max_k))->capture_default_str();
+  auto* ratio = cmd->add_option_function<double>(
+                       "--ratio", [&opts](const double& v) { opts.ratio = v; },
+                       "keep a match when nearest < R x second nearest (Lowe's ratio test), 0 < R <= 1")
+                    ->check(CLI::Validator(
+                        [](std::string& s) {
+                          try {
+                            const double v = std::stod(s);
+                            return v > 0 && v <= 1 ? std::string() : std::string("the ratio must be in (0, 1]");
+                          } catch (const std::exception&) {
+                            return std::string("the ratio must be a number in (0, 1]");
+                          }
+                        },
+                        "(0,1]"));
+  auto* margin = cmd->add_option_function<int>(
+                        "--margin", [&opts](const int& v) { opts.margin = v; },
+                        "keep a match when second nearest - nearest > M bits (the paper's rule), M >= 0")
+                     ->check(not_negative());
+  auto* max_distance = cmd->add_option_function<int>(
+                              "--max-distance", [&opts](const int& v) { opts.max_distance = v; },
+                              "keep a match when nearest <= D bits")
+                           ->check(not_negative());
+  ratio->excludes(margin)->excludes(max_distance);
+  margin->excludes(max_distance);
+  cmd->add_flag("--cross-check", opts.cross_check, "keep a match only when the query is its train's nearest query too");
+  cmd->add_option("-o,--output", opts.output, "write the accepted matches to this .csv (query,train,distance) or .npy "
+                                              "(int32, M x 3), atomically; without -o they are printed as CSV");
+  cmd->add_option("--knn-idx", opts.knn_idx, "write the k nearest train indices to this .npy (int32, N x k; -1: none)");
+  cmd->add_option("--knn-dist", opts.knn_dist, "write their Hamming distances to this .npy (int32, N x k; -1: none)");
+  cmd->add_option("--backend", opts.backend,
+                  "auto: the GPU when it supports the job, else the CPU; cuda: the GPU or an error saying why not; cpu")
+      ->check(CLI::IsMember({"auto", "cuda", "cpu"}))
+      ->capture_default_str();
+  cmd->add_option("--device", opts.device, "CUDA device ordinal")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_flag("--timing", opts.timing, "print the backend, the time, comparisons per second and GPU memory to stderr");
+  cmd->footer(
+      "Neighbours are listed by distance, ties by the lower training index (OpenCV's BFMatcher order);\n"
+      "-1 fills the places past the training set's size. Without a rule every query's nearest is kept.\n"
+      "A query with no second neighbour (one training descriptor) passes the ratio and margin tests.\n"
+      "The GPU takes descriptors of up to 128 bytes (binary tensor cores on sm_80+, else CUDA cores);\n"
+      "the CPU any width. Exit codes: 0 done, 1 bad data or options that do not fit the data, 2 usage errors.");
+  return cmd;
+}
+
+int run_match(const match_options& opts) {
+  try {
+    return match_body(opts);
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "multireduce match: error: out of memory\n");
+    return 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "multireduce match: error: {}\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace multireduce::cli

@@ -1,0 +1,32 @@
+// match_cmd.hpp -- `multireduce match`: brute-force Hamming matching of two .npy descriptor sets
+// (uint8, N x bytes, as OpenCV stores them) on the GPU or the CPU, with the ratio, margin and
+// maximum-distance rules and the cross-check (multireduce/match.hpp).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace multireduce::cli {
+
+struct match_options {
+  std::string query, train;
+  int k = 2;
+  std::optional<double> ratio;
+  std::optional<int> margin, max_distance;
+  bool cross_check = false;
+  std::string output;             ///< .csv or .npy; "" prints the matches as CSV
+  std::string knn_idx, knn_dist;  ///< .npy files of the k nearest (int32, queries x k)
+  std::string backend = "auto";
+  int device = 0;
+  bool timing = false;
+};
+
+/// Adds the `match` subcommand to `app`, parsing into `opts` (which must outlive the parse).
+CLI::App* add_match_command(CLI::App& app, match_options& opts);
+
+/// Runs the command. @return 0, or 1 for bad data or options that do not fit the data.
+int run_match(const match_options& opts);
+
+}  // namespace multireduce::cli
