@@ -334,8 +334,9 @@ inline cudaError_t plan_knn(std::int64_t queries, std::int64_t trains, int bytes
                                     : popcount_block_threads;
   const std::int64_t qb = (queries + per_block - 1) / per_block;
   plan.query_blocks = static_cast<int>(qb < 1 ? 1 : qb);
-  // Enough blocks for ~8 per SM; a slice keeps at least 512 training rows.
-  const std::int64_t want = std::int64_t(sm_count()) * 8;
+  // Blocks wanted per SM: the popcount kernel gains from many (a short last wave), the tensor-core
+  // kernel from fewer, longer ones (measured on the H200). A slice keeps at least 512 rows.
+  const std::int64_t want = std::int64_t(sm_count()) * (plan.tensor ? 8 : 32);
   std::int64_t slices = (want + plan.query_blocks - 1) / plan.query_blocks;
   const std::int64_t most = trains / 512;
   if (slices > most) slices = most;
