@@ -75,6 +75,35 @@ std::vector<std::int32_t> first_columns(const std::vector<std::int32_t>& v, std:
   return out;
 }
 
+/// An (N, columns) float32 or float64 array as doubles.
+std::vector<double> read_table(const std::string& path, std::int64_t rows, std::int64_t columns, const char* what) {
+  const npy::array a = npy::read(path);
+  if (a.shape.size() != 2 || a.shape[0] != rows || a.shape[1] != columns ||
+      (a.type != npy::dtype::float32 && a.type != npy::dtype::float64))
+    throw std::invalid_argument(fmt::format("{}: {} must be a float32/float64 array of shape ({}, {}), got {} of shape {}",
+                                            path, what, rows, columns, npy::name_of(a.type), shape_text(a)));
+  std::vector<double> v(std::size_t(rows * columns));
+  if (a.type == npy::dtype::float32) std::copy_n(a.values<float>().data(), v.size(), v.data());
+  else std::copy_n(a.values<double>().data(), v.size(), v.data());
+  return v;
+}
+
+/// How many kept matches land within `px` pixels of where the homography puts their query point.
+std::int64_t count_inliers(const std::vector<match>& kept, const match_options& o, std::int64_t nq, std::int64_t nt) {
+  const auto h = read_table(o.homography, 3, 3, "the homography");
+  const auto qxy = read_table(o.query_xy, nq, 2, "the query keypoints");
+  const auto txy = read_table(o.train_xy, nt, 2, "the train keypoints");
+  std::int64_t inliers = 0;
+  for (const auto& m : kept) {
+    const double x = qxy[std::size_t(2 * m.query)], y = qxy[std::size_t(2 * m.query + 1)];
+    const double w = h[6] * x + h[7] * y + h[8];
+    const double px = (h[0] * x + h[1] * y + h[2]) / w, py = (h[3] * x + h[4] * y + h[5]) / w;
+    const double dx = px - txy[std::size_t(2 * m.train)], dy = py - txy[std::size_t(2 * m.train + 1)];
+    inliers += dx * dx + dy * dy <= o.inlier_px * o.inlier_px;
+  }
+  return inliers;
+}
+
 int match_body(const match_options& o) {
   match_rule rule;
   if (o.ratio) rule.ratio = *o.ratio;
@@ -88,6 +117,9 @@ int match_body(const match_options& o) {
   }
   if (o.knn_idx.empty() != o.knn_dist.empty())
     throw std::invalid_argument("--knn-idx and --knn-dist go together");
+  const bool geometry = !o.homography.empty();
+  if (geometry && (o.query_xy.empty() || o.train_xy.empty()))
+    throw std::invalid_argument("--homography needs --query-xy and --train-xy");
 
   const npy::array query = read_descriptors(o.query), train = read_descriptors(o.train);
   if (query.shape[1] != train.shape[1])
@@ -127,6 +159,8 @@ int match_body(const match_options& o) {
   const std::vector<match> kept =
       accept_matches(idx.data(), dist.data(), nq, k_search, rule, rule.cross_check ? reverse.data() : nullptr);
 
+  // Everything that can fail on bad input happens before the first file is written.
+  const std::int64_t inliers = geometry ? count_inliers(kept, o, nq, nt) : 0;
   if (!o.knn_idx.empty()) {
     write_int32(o.knn_idx, nq, o.k, first_columns(idx, nq, k_search, o.k).data());
     write_int32(o.knn_dist, nq, o.k, first_columns(dist, nq, k_search, o.k).data());
@@ -144,6 +178,9 @@ int match_body(const match_options& o) {
   }
   fmt::print(stderr, "multireduce match: {} matches kept of {} queries ({} training descriptors, {} bits)\n",
              kept.size(), nq, nt, bytes * 8);
+  if (geometry)
+    fmt::print(stderr, "multireduce match: {} of them ({:.1f}%) agree with the homography (within {:g} px)\n", inliers,
+               kept.empty() ? 0.0 : 100.0 * double(inliers) / double(kept.size()), o.inlier_px);
   if (o.timing) {
     const double comparisons = double(nq) * double(nt) * (rule.cross_check ? 2.0 : 1.0);
     fmt::print(stderr, "backend {}{}: {:.3f} ms, {:.3g} comparisons/s{}\n", used,
@@ -195,6 +232,15 @@ CLI::App* add_match_command(CLI::App& app, match_options& opts) {
       ->capture_default_str();
   cmd->add_option("--device", opts.device, "CUDA device ordinal")->check(CLI::NonNegativeNumber)->capture_default_str();
   cmd->add_flag("--timing", opts.timing, "print the backend, the time, comparisons per second and GPU memory to stderr");
+  auto* homography = cmd->add_option("--homography", opts.homography,
+                                     "a 3 x 3 .npy homography (query (x, y, 1) -> train): also print how many kept "
+                                     "matches land within --inlier-px of where it puts them");
+  cmd->add_option("--query-xy", opts.query_xy, "the query keypoints' (x, y), an (N, 2) float .npy (with --homography)");
+  cmd->add_option("--train-xy", opts.train_xy, "the train keypoints' (x, y), an (M, 2) float .npy (with --homography)");
+  cmd->add_option("--inlier-px", opts.inlier_px, "pixel tolerance of the homography check")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str()
+      ->needs(homography);
   cmd->footer(
       "Neighbours are listed by distance, ties by the lower training index (OpenCV's BFMatcher order);\n"
       "-1 fills the places past the training set's size. Without a rule every query's nearest is kept.\n"

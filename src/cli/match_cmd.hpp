@@ -21,6 +21,10 @@ struct match_options {
   std::string backend = "auto";
   int device = 0;
   bool timing = false;
+  /// Checking the kept matches against a known geometry: a 3 x 3 homography mapping query (x, y, 1)
+  /// to train, the keypoint positions of both sets ((N, 2) float), and the tolerance in pixels.
+  std::string homography, query_xy, train_xy;
+  double inlier_px = 3;
 };
 
 /// Adds the `match` subcommand to `app`, parsing into `opts` (which must outlive the parse).
