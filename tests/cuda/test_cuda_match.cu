@@ -71,6 +71,30 @@ TEST(CudaMatch, BothPathsAgainstBitwiseBruteForce) {
   }
 }
 
+// Many queries: the tensor-core kernel's 64-query warps (256-bit and narrower, k <= 2).
+TEST(CudaMatch, ManyQueriesAgainstBitwiseBruteForce) {
+  MR_REQUIRE_GPU();
+  const std::uint64_t seed = match_seed("match many queries");
+  mc::workspace ws;
+  for (int bytes : {8, 32}) {
+    for (int k : {1, 2}) {
+      const std::int64_t nq = 33001, nt = 130;
+      const auto q = random_descriptors(std::size_t(nq), bytes, seed + std::uint64_t(bytes * 10 + k), true);
+      const auto t = random_descriptors(std::size_t(nt), bytes, seed + std::uint64_t(bytes * 10 + k) + 1, true);
+      std::vector<std::int32_t> want_idx, want_dist;
+      reference_knn(q, t, bytes, k, want_idx, want_dist);
+      dev<std::uint8_t> dq(q), dt(t);
+      for (auto path : paths) {
+        SCOPED_TRACE(::testing::Message() << name(path) << " bytes=" << bytes << " k=" << k);
+        dev<std::int32_t> idx(std::size_t(nq * k)), dist(std::size_t(nq * k));
+        ws.knn_hamming(dq.p, nq, dt.p, nt, bytes, k, idx.p, dist.p, path);
+        ASSERT_EQ(idx.get(), want_idx);
+        ASSERT_EQ(dist.get(), want_dist);
+      }
+    }
+  }
+}
+
 TEST(CudaMatch, BothPathsReproduceOpenCv) {
   MR_REQUIRE_GPU();
   mc::workspace ws;

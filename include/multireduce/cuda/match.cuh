@@ -85,10 +85,13 @@ inline constexpr int popcount_block_threads = 256;  // 8 warps x 32 queries
 inline constexpr int tensor_block_threads = 128;    // 4 warps
 inline constexpr int tensor_train_tile = 128;       // training rows per shared-memory tile
 
-template <int Kcap>
-inline constexpr int tensor_m_tiles = Kcap <= 2 ? 2 : 1;  // 16-query tiles per warp
-template <int Kcap>
-inline constexpr int tensor_block_queries = tensor_block_threads / 32 * 16 * tensor_m_tiles<Kcap>;
+/// 16-query tiles per warp of the tensor-core kernel: 2 when k <= 2 (k > 2: 1, for the registers
+/// of the longer lists), 4 for 256-bit descriptors and many queries (measured on the H200: more
+/// MMAs per B fragment pay there; with 512 bits the registers, with few queries the fewer blocks
+/// cost more).
+inline int tensor_m_tiles(int kcap, int chunks, std::int64_t queries) {
+  return kcap > 2 ? 1 : chunks == 1 && queries >= 32768 ? 4 : 2;
+}
 
 /// Loads 32-bit word `w` of row `r` (zero past the row's words or the set's rows).
 __device__ __forceinline__ std::uint32_t descriptor_word(const std::uint32_t* rows, std::int64_t count, int words,
@@ -179,16 +182,16 @@ __device__ __forceinline__ void mma_and_popc(std::uint32_t (&d)[4], const std::u
 /// Fragments (groupID g = lane/4, t = lane%4): A a0/a2 = row g, words c*8+t / c*8+t+4; a1/a3 the
 /// same for row g+8; B b0/b1 = column g, words c*8+t / c*8+t+4; D d0,d1 = row g, columns 2t, 2t+1;
 /// d2,d3 = row g+8.
-template <int C, int Kcap>
+template <int C, int Kcap, int Mt>
 __global__ void __launch_bounds__(tensor_block_threads)
     knn_tensor_kernel(const std::uint32_t* query, std::int64_t queries, const std::uint32_t* train,
                       std::int64_t trains, int words, std::uint64_t* partials) {
-  constexpr int Mt = tensor_m_tiles<Kcap>, stride = C * 8 + 4, tile = tensor_train_tile;
+  constexpr int stride = C * 8 + 4, tile = tensor_train_tile, block_queries = tensor_block_threads / 32 * 16 * Mt;
   __shared__ __align__(16) std::uint32_t rows[tile * stride];
   __shared__ __align__(8) std::int32_t row_popc[tile];
   cuda_lane lane;
   const int g = lane.id() >> 2, t = lane.id() & 3;
-  const std::int64_t warp_first = std::int64_t(blockIdx.x) * tensor_block_queries<Kcap> + lane.warp_id() * 16 * Mt;
+  const std::int64_t warp_first = std::int64_t(blockIdx.x) * block_queries + lane.warp_id() * 16 * Mt;
   // A fragments and the popcounts of this lane's query rows (g and g+8 of each m tile).
   std::uint32_t a[Mt][C][4];
   std::int32_t query_popc[Mt][2];
@@ -312,6 +315,7 @@ __global__ void knn_finish_kernel(const std::uint64_t* partials, std::int64_t qu
 struct knn_plan {
   bool tensor;
   int kcap, units;  // units: chunks of 256 bits (tensor) or words per lane (popcount)
+  int m_tiles;      // tensor: 16-query tiles per warp
   int query_blocks, slices;
   std::size_t temp_bytes;
 };
@@ -330,8 +334,8 @@ inline cudaError_t plan_knn(std::int64_t queries, std::int64_t trains, int bytes
   plan.kcap = k <= 2 ? 2 : 8;
   const int words = bytes / 4;
   plan.units = plan.tensor ? (words + 7) / 8 : (words + 7) / 8;
-  const int per_block = plan.tensor ? (plan.kcap <= 2 ? tensor_block_queries<2> : tensor_block_queries<8>)
-                                    : popcount_block_threads;
+  plan.m_tiles = tensor_m_tiles(plan.kcap, plan.units, queries);
+  const int per_block = plan.tensor ? tensor_block_threads / 32 * 16 * plan.m_tiles : popcount_block_threads;
   const std::int64_t qb = (queries + per_block - 1) / per_block;
   plan.query_blocks = static_cast<int>(qb < 1 ? 1 : qb);
   // Blocks wanted per SM: the popcount kernel gains from many (a short last wave), the tensor-core
@@ -354,7 +358,11 @@ cudaError_t launch_knn(const knn_plan& plan, const std::uint32_t* query, std::in
   const dim3 grid(plan.query_blocks, plan.slices);
   auto run = [&](auto units) {
     constexpr int U = decltype(units)::value;
-    if (plan.tensor) knn_tensor_kernel<U, Kcap><<<grid, tensor_block_threads, 0, stream>>>(query, queries, train, trains, words, partials);
+    if (plan.tensor && plan.m_tiles == 4 && U == 1 && Kcap == 2)
+      knn_tensor_kernel<1, 2, 4><<<grid, tensor_block_threads, 0, stream>>>(query, queries, train, trains, words, partials);
+    else if (plan.tensor)
+      knn_tensor_kernel<U, Kcap, Kcap <= 2 ? 2 : 1><<<grid, tensor_block_threads, 0, stream>>>(query, queries, train, trains,
+                                                                                           words, partials);
     else knn_popcount_kernel<U, Kcap><<<grid, popcount_block_threads, 0, stream>>>(query, queries, train, trains, words, partials);
   };
   switch (plan.units) {
