@@ -111,10 +111,8 @@ int match_body(const match_options& o) {
   if (o.max_distance) rule.max_distance = *o.max_distance;
   rule.cross_check = o.cross_check;
   check_match_rule(rule);
-  for (const std::string* out : {&o.output}) {
-    if (!out->empty() && !ends_with(*out, ".csv") && !ends_with(*out, ".npy"))
-      throw std::invalid_argument(fmt::format("-o {}: the matches are written as .csv or .npy", *out));
-  }
+  if (!o.output.empty() && !ends_with(o.output, ".csv") && !ends_with(o.output, ".npy"))
+    throw std::invalid_argument(fmt::format("-o {}: the matches are written as .csv or .npy", o.output));
   if (o.knn_idx.empty() != o.knn_dist.empty())
     throw std::invalid_argument("--knn-idx and --knn-dist go together");
   const bool geometry = !o.homography.empty();

@@ -333,7 +333,7 @@ inline cudaError_t plan_knn(std::int64_t queries, std::int64_t trains, int bytes
   plan.tensor = path == match_path::tensor_core || (path == match_path::automatic && major >= 8);
   plan.kcap = k <= 2 ? 2 : 8;
   const int words = bytes / 4;
-  plan.units = plan.tensor ? (words + 7) / 8 : (words + 7) / 8;
+  plan.units = (words + 7) / 8;  // both kernels: 8 words = 256 bits per unit
   plan.m_tiles = tensor_m_tiles(plan.kcap, plan.units, queries);
   const int per_block = plan.tensor ? tensor_block_threads / 32 * 16 * plan.m_tiles : popcount_block_threads;
   const std::int64_t qb = (queries + per_block - 1) / per_block;
