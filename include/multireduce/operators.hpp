@@ -80,6 +80,19 @@ struct product {
   MULTIREDUCE_HOST_DEVICE static T identity() { return static_cast<T>(1); }
 };
 
+namespace detail {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+/// max (Max) or min of two floats as one sm_80+ instruction that propagates NaN (the canonical NaN).
+template <bool Max>
+__device__ __forceinline__ float nan_propagating(float a, float b) {
+  float r;
+  if constexpr (Max) asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  else asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+#endif
+}  // namespace detail
+
 /// The smaller of a and b; a NaN propagates. Identity: +inf, or the type's maximum.
 struct minimum {
   template <class T>
@@ -88,11 +101,7 @@ struct minimum {
       return b < a ? b : a;
     } else {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-      if constexpr (std::is_same_v<T, float>) {  // one instruction that propagates NaN (sm_80+)
-        float r;
-        asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-        return r;
-      }
+      if constexpr (std::is_same_v<T, float>) return detail::nan_propagating<false>(a, b);
 #endif
       return (b < a || detail::is_nan(b)) && !detail::is_nan(a) ? b : a;
     }
@@ -109,11 +118,7 @@ struct maximum {
       return a < b ? b : a;
     } else {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-      if constexpr (std::is_same_v<T, float>) {  // one instruction that propagates NaN (sm_80+)
-        float r;
-        asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-        return r;
-      }
+      if constexpr (std::is_same_v<T, float>) return detail::nan_propagating<true>(a, b);
 #endif
       return (a < b || detail::is_nan(b)) && !detail::is_nan(a) ? b : a;
     }

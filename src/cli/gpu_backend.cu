@@ -320,8 +320,8 @@ knn_output gpu_knn(const std::uint8_t* query, std::int64_t queries, const std::u
   if (reverse)
     cuda_check(mc::knn_hamming(nullptr, reverse_temp, dt.p, trains, dq.p, queries, bytes, 1, rev_idx.p, rev_dist.p),
                "planning the reverse search");
-  device_array<std::byte> storage(std::int64_t(std::max(temp, reverse_temp)));
-  const std::size_t storage_bytes = std::max<std::size_t>(std::max(temp, reverse_temp), 1);
+  const std::size_t storage_bytes = std::max({temp, reverse_temp, std::size_t(1)});
+  device_array<std::byte> storage(static_cast<std::int64_t>(storage_bytes));
   timer t;
   t.begin();
   cuda_check(mc::knn_hamming(storage.p, temp, dq.p, queries, dt.p, trains, bytes, k, idx.p, dist.p), "searching");

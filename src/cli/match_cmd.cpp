@@ -15,45 +15,23 @@
 
 #include <multireduce/match.hpp>
 
+#include "command_common.hpp"
 #include "gpu_backend.hpp"
 #include "npy/npy.hpp"
 
 namespace multireduce::cli {
 namespace {
 
-/// A CLI11 check for an integer option that must not be negative.
-CLI::Validator not_negative() {
-  return CLI::Validator(
-      [](std::string& s) {
-        try {
-          return std::stoll(s) >= 0 ? std::string() : std::string("must not be negative, got " + s);
-        } catch (const std::exception&) {
-          return std::string("must be a non-negative integer, got " + s);
-        }
-      },
-      "INT>=0");
-}
-
-std::string shape_text(const npy::array& a) {
-  std::string s = "(";
-  for (std::size_t i = 0; i < a.shape.size(); ++i) s += (i ? ", " : "") + std::to_string(a.shape[i]);
-  return s + (a.shape.size() == 1 ? ",)" : ")");
-}
-
 /// Reads a descriptor set: a 2-d uint8 array of rows whose width is a positive multiple of 4.
 npy::array read_descriptors(const std::string& path) {
   npy::array a = npy::read(path);
   if (a.type != npy::dtype::uint8 || a.shape.size() != 2)
-    throw std::invalid_argument(fmt::format("{}: descriptors must be a 2-d uint8 array (rows of bytes), got {} of shape {}",
-                                            path, npy::name_of(a.type), shape_text(a)));
+    throw command_error(fmt::format("{}: descriptors must be a 2-d uint8 array (rows of bytes), got {} of shape {}",
+                                            path, npy::name_of(a.type), shape_string(a.shape)));
   if (a.shape[1] <= 0 || a.shape[1] % 4 != 0)
-    throw std::invalid_argument(
+    throw command_error(
         fmt::format("{}: the descriptor width must be a positive multiple of 4 bytes, got {}", path, a.shape[1]));
   return a;
-}
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::string matches_csv(const std::vector<match>& kept) {
@@ -80,8 +58,8 @@ std::vector<double> read_table(const std::string& path, std::int64_t rows, std::
   const npy::array a = npy::read(path);
   if (a.shape.size() != 2 || a.shape[0] != rows || a.shape[1] != columns ||
       (a.type != npy::dtype::float32 && a.type != npy::dtype::float64))
-    throw std::invalid_argument(fmt::format("{}: {} must be a float32/float64 array of shape ({}, {}), got {} of shape {}",
-                                            path, what, rows, columns, npy::name_of(a.type), shape_text(a)));
+    throw command_error(fmt::format("{}: {} must be a float32/float64 array of shape ({}, {}), got {} of shape {}",
+                                            path, what, rows, columns, npy::name_of(a.type), shape_string(a.shape)));
   std::vector<double> v(std::size_t(rows * columns));
   if (a.type == npy::dtype::float32) std::copy_n(a.values<float>().data(), v.size(), v.data());
   else std::copy_n(a.values<double>().data(), v.size(), v.data());
@@ -111,17 +89,19 @@ int match_body(const match_options& o) {
   if (o.max_distance) rule.max_distance = *o.max_distance;
   rule.cross_check = o.cross_check;
   check_match_rule(rule);
-  if (!o.output.empty() && !ends_with(o.output, ".csv") && !ends_with(o.output, ".npy"))
-    throw std::invalid_argument(fmt::format("-o {}: the matches are written as .csv or .npy", o.output));
+  if (!o.output.empty() && !o.output.ends_with(".csv") && !o.output.ends_with(".npy"))
+    throw command_error(fmt::format("-o {}: the matches are written as .csv or .npy", o.output));
   if (o.knn_idx.empty() != o.knn_dist.empty())
-    throw std::invalid_argument("--knn-idx and --knn-dist go together");
+    throw command_error("--knn-idx and --knn-dist go together");
   const bool geometry = !o.homography.empty();
   if (geometry && (o.query_xy.empty() || o.train_xy.empty()))
-    throw std::invalid_argument("--homography needs --query-xy and --train-xy");
+    throw command_error("--homography needs --query-xy and --train-xy");
+  for (const std::string* out : {&o.output, &o.knn_idx, &o.knn_dist})
+    if (!out->empty()) check_not_an_input(*out, {o.query, o.train, o.homography, o.query_xy, o.train_xy});
 
   const npy::array query = read_descriptors(o.query), train = read_descriptors(o.train);
   if (query.shape[1] != train.shape[1])
-    throw std::invalid_argument(fmt::format("the descriptor widths differ: {} has {} bytes, {} has {}", o.query,
+    throw command_error(fmt::format("the descriptor widths differ: {} has {} bytes, {} has {}", o.query,
                                             query.shape[1], o.train, train.shape[1]));
   const int bytes = static_cast<int>(query.shape[1]);
   const std::int64_t nq = query.shape[0], nt = train.shape[0];
@@ -131,31 +111,22 @@ int match_body(const match_options& o) {
 
   const auto* q = query.values<std::uint8_t>().data();
   const auto* t = train.values<std::uint8_t>().data();
-  std::vector<std::int32_t> idx, dist, reverse;
-  std::string used = "cpu", why_not_gpu;
+  const std::string why_not_gpu =
+      choose_backend(o.backend, o.backend == "cpu" ? "" : gpu_match_unsupported_reason(bytes, o.device));
+  std::vector<std::int32_t> idx, dist;
+  std::vector<match> kept;
   double seconds = 0;
-  std::int64_t device_bytes = 0;
-  std::string device;
-  if (o.backend != "cpu") why_not_gpu = gpu_match_unsupported_reason(bytes, o.device);
-  if (o.backend == "cuda" && !why_not_gpu.empty()) throw std::invalid_argument("--backend cuda: " + why_not_gpu);
-  if (o.backend != "cpu" && why_not_gpu.empty()) {
-    knn_output r = gpu_knn(q, nq, t, nt, bytes, k_search, rule.cross_check, o.device);
-    idx = std::move(r.idx), dist = std::move(r.dist), reverse = std::move(r.reverse_nearest);
-    used = "cuda", seconds = r.seconds, device_bytes = r.device_bytes, device = r.device_name;
+  knn_output gpu;
+  if (why_not_gpu.empty()) {
+    gpu = gpu_knn(q, nq, t, nt, bytes, k_search, rule.cross_check, o.device);
+    idx = std::move(gpu.idx), dist = std::move(gpu.dist), seconds = gpu.seconds;
+    kept = accept_matches(idx.data(), dist.data(), nq, k_search, rule,
+                          rule.cross_check ? gpu.reverse_nearest.data() : nullptr);
   } else {
     const auto start = std::chrono::steady_clock::now();
-    idx.resize(std::size_t(nq * k_search));
-    dist.resize(idx.size());
-    cpu::knn_hamming(q, nq, t, nt, bytes, k_search, idx.data(), dist.data());
-    if (rule.cross_check) {
-      reverse.resize(std::size_t(nt));
-      std::vector<std::int32_t> reverse_dist(reverse.size());
-      cpu::knn_hamming(t, nt, q, nq, bytes, 1, reverse.data(), reverse_dist.data());
-    }
+    kept = cpu::match_descriptors(q, nq, t, nt, bytes, k_search, rule, &idx, &dist);
     seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
-  const std::vector<match> kept =
-      accept_matches(idx.data(), dist.data(), nq, k_search, rule, rule.cross_check ? reverse.data() : nullptr);
 
   // Everything that can fail on bad input happens before the first file is written.
   const std::int64_t inliers = geometry ? count_inliers(kept, o, nq, nt) : 0;
@@ -165,7 +136,7 @@ int match_body(const match_options& o) {
   }
   if (o.output.empty()) {
     std::fputs(matches_csv(kept).c_str(), stdout);
-  } else if (ends_with(o.output, ".csv")) {
+  } else if (o.output.ends_with(".csv")) {
     const std::string text = matches_csv(kept);
     npy::write_bytes(o.output, std::as_bytes(std::span(text.data(), text.size())));
   } else {
@@ -181,10 +152,10 @@ int match_body(const match_options& o) {
                kept.empty() ? 0.0 : 100.0 * double(inliers) / double(kept.size()), o.inlier_px);
   if (o.timing) {
     const double comparisons = double(nq) * double(nt) * (rule.cross_check ? 2.0 : 1.0);
-    fmt::print(stderr, "backend {}{}: {:.3f} ms, {:.3g} comparisons/s{}\n", used,
-               used == "cuda" ? " (" + device + ")" : (why_not_gpu.empty() ? "" : " (not the GPU: " + why_not_gpu + ")"),
+    fmt::print(stderr, "backend {}: {:.3f} ms, {:.3g} comparisons/s{}\n",
+               why_not_gpu.empty() ? "cuda (" + gpu.device_name + ")" : "cpu (not the GPU: " + why_not_gpu + ")",
                seconds * 1e3, seconds > 0 ? comparisons / seconds : 0.0,
-               used == "cuda" ? fmt::format(", peak GPU memory {:.1f} MiB", double(device_bytes) / (1 << 20)) : "");
+               why_not_gpu.empty() ? fmt::format(", peak GPU memory {:.1f} MiB", double(gpu.device_bytes) / (1 << 20)) : "");
   }
   return 0;
 }
@@ -212,11 +183,11 @@ CLI::App* add_match_command(CLI::App& app, match_options& opts) {
   auto* margin = cmd->add_option_function<int>(
                         "--margin", [&opts](const int& v) { opts.margin = v; },
                         "keep a match when second nearest - nearest > M bits (the paper's rule), M >= 0")
-                     ->check(not_negative());
+                     ->check(integer_at_least(0));
   auto* max_distance = cmd->add_option_function<int>(
                               "--max-distance", [&opts](const int& v) { opts.max_distance = v; },
                               "keep a match when nearest <= D bits")
-                           ->check(not_negative());
+                           ->check(integer_at_least(0));
   ratio->excludes(margin)->excludes(max_distance);
   margin->excludes(max_distance);
   cmd->add_flag("--cross-check", opts.cross_check, "keep a match only when the query is its train's nearest query too");
@@ -224,12 +195,8 @@ CLI::App* add_match_command(CLI::App& app, match_options& opts) {
                                               "(int32, M x 3), atomically; without -o they are printed as CSV");
   cmd->add_option("--knn-idx", opts.knn_idx, "write the k nearest train indices to this .npy (int32, N x k; -1: none)");
   cmd->add_option("--knn-dist", opts.knn_dist, "write their Hamming distances to this .npy (int32, N x k; -1: none)");
-  cmd->add_option("--backend", opts.backend,
-                  "auto: the GPU when it supports the job, else the CPU; cuda: the GPU or an error saying why not; cpu")
-      ->check(CLI::IsMember({"auto", "cuda", "cpu"}))
-      ->capture_default_str();
-  cmd->add_option("--device", opts.device, "CUDA device ordinal")->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd->add_flag("--timing", opts.timing, "print the backend, the time, comparisons per second and GPU memory to stderr");
+  add_backend_options(*cmd, opts.backend, opts.device, opts.timing,
+                      "print the backend, the time, comparisons per second and GPU memory to stderr");
   auto* homography = cmd->add_option("--homography", opts.homography,
                                      "a 3 x 3 .npy homography (query (x, y, 1) -> train): also print how many kept "
                                      "matches land within --inlier-px of where it puts them");
@@ -249,15 +216,7 @@ CLI::App* add_match_command(CLI::App& app, match_options& opts) {
 }
 
 int run_match(const match_options& opts) {
-  try {
-    return match_body(opts);
-  } catch (const std::bad_alloc&) {
-    fmt::print(stderr, "multireduce match: error: out of memory\n");
-    return 1;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "multireduce match: error: {}\n", e.what());
-    return 1;
-  }
+  return guarded("match", [&] { return match_body(opts); });
 }
 
 }  // namespace multireduce::cli

@@ -22,6 +22,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "command_common.hpp"
 #include "cpu_backend.hpp"
 #include "gpu_backend.hpp"
 #include "npy/npy.hpp"
@@ -29,11 +30,6 @@
 namespace multireduce::cli {
 
 namespace {
-
-/// A problem with the data or with options that do not fit the data: exit code 1.
-struct command_error : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 const std::map<std::string, op_kind>& op_names() {
   static const std::map<std::string, op_kind> names{
@@ -57,21 +53,6 @@ std::string format_value(T x) {
     return fmt::format("{}", static_cast<std::int64_t>(x));
   else
     return fmt::format("{}", static_cast<std::uint64_t>(x));
-}
-
-std::string shape_string(const std::vector<std::int64_t>& shape) {
-  if (shape.size() == 1) return fmt::format("({},)", shape[0]);
-  std::string s = "(";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + ")";
-}
-
-/// Refuses to write over an input: the output path must not name the same file.
-void check_not_an_input(const std::string& output, const std::vector<std::string>& inputs) {
-  std::error_code ec;
-  for (const auto& in : inputs)
-    if (!in.empty() && std::filesystem::equivalent(output, in, ec))
-      throw command_error(fmt::format("-o {}: that is an input file; inputs are never overwritten", output));
 }
 
 /// The rows x cols C-order array `in` of `size`-byte elements, transposed (cols x rows).
@@ -148,31 +129,6 @@ void print_gpu_timing(const char* command, const gpu_timing& t, int device) {
   fmt::print(stderr,
              "multireduce {}: {:.6g} s on the device, {:.3f} GB/s ({} bytes read and written); transfers {:.6g} s\n",
              command, t.seconds, gigabytes_per_second(t.bytes, t.seconds), t.bytes, t.transfer_seconds);
-}
-
-/// "" to use the GPU; otherwise why the CPU runs. --backend cuda with a reason is an error.
-std::string choose_backend(const std::string& backend, const std::string& reason) {
-  if (backend == "cpu") return "--backend cpu";
-  if (backend == "cuda" && !reason.empty()) throw command_error("--backend cuda: " + reason);
-  return reason;
-}
-
-/// Prints a command's failure; @return its exit code.
-int report(const char* command, const std::exception& e) {
-  fmt::print(stderr, "multireduce {}: error: {}\n", command, e.what());
-  return 1;
-}
-
-template <class F>
-int guarded(const char* command, F&& body) {
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-    fmt::print(stderr, "multireduce {}: error: out of memory\n", command);
-    return 1;
-  } catch (const std::exception& e) {
-    return report(command, e);
-  }
 }
 
 // ---- reduce ------------------------------------------------------------------------------------
@@ -355,32 +311,6 @@ int stats_body(const stats_options& opts) {
   return 0;
 }
 
-/// A count option's check: an integer >= 1 (a non-integer is left to CLI11's own conversion error).
-CLI::Validator at_least_one() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        long long v = 0;
-        std::size_t used = 0;
-        try {
-          v = std::stoll(text, &used);
-        } catch (const std::exception&) {
-          return "";
-        }
-        return used == text.size() && v < 1 ? "must be >= 1, got " + text : "";
-      },
-      "INT>=1");
-}
-
-constexpr const char* backend_help =
-    "auto: the GPU when it supports the job, else the CPU; cuda: the GPU or an error saying why not; cpu";
-
-/// --backend, --device and --timing: the same for reduce and stats.
-void add_backend_options(CLI::App& cmd, std::string& backend, int& device, bool& timing) {
-  cmd.add_option("--backend", backend, backend_help)->check(CLI::IsMember({"auto", "cuda", "cpu"}))->capture_default_str();
-  cmd.add_option("--device", device, "CUDA device ordinal")->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd.add_flag("--timing", timing, "print the backend, the time and the bandwidth to stderr");
-}
-
 }  // namespace
 
 CLI::App* add_reduce_command(CLI::App& app, reduce_options& opts) {
@@ -395,20 +325,20 @@ CLI::App* add_reduce_command(CLI::App& app, reduce_options& opts) {
   auto* seg = cmd->add_option_function<std::int64_t>(
                      "--segment-length", [&opts](const std::int64_t& v) { opts.segment_length = v; },
                      "1-d: reduce consecutive segments of this length (must divide the length); result (n / L,)")
-                  ->check(at_least_one());
+                  ->check(integer_at_least(1));
   auto* off = cmd->add_option("--offsets", opts.offsets,
                               "1-d: a .npy of S + 1 non-decreasing int32/int64 offsets; segment s is "
                               "[o[s], o[s+1]); result (S,)");
   auto* win = cmd->add_option_function<std::int64_t>(
                      "--window", [&opts](const std::int64_t& v) { opts.window = v; },
                      "1-d: every window of W consecutive elements; result (n - W + 1,), empty when W > n")
-                  ->check(at_least_one());
+                  ->check(integer_at_least(1));
   seg->excludes(off)->excludes(win);
   off->excludes(win);
   cmd->add_option_function<int>(
       "--axis", [&opts](const int& v) { opts.axis = v; },
       "2-d: the axis reduced: -1 or 1 (each row, the default), 0 or -2 (each column); 1-d: 0 or -1");
-  add_backend_options(*cmd, opts.backend, opts.device, opts.timing);
+  add_backend_options(*cmd, opts.backend, opts.device, opts.timing, "print the backend, the time and the bandwidth to stderr");
   cmd->footer(
       "Results follow NumPy: the reduced axis disappears (a whole 1-d reduction is 0-d, shape ()).\n"
       "sum/prod: int64 for signed integers, uint64 for unsigned (wrapping), floats keep their type\n"
@@ -428,7 +358,7 @@ CLI::App* add_stats_command(CLI::App& app, stats_options& opts) {
       "stats", "count, sum, mean, var, std, min, argmin, max, argmax, l1, l2 of a .npy array, one pass");
   cmd->add_option("input", opts.input, "input .npy file (any shape, taken flat in C order)")->required();
   cmd->add_flag("--json", opts.json, "print a JSON object instead of key: value lines");
-  add_backend_options(*cmd, opts.backend, opts.device, opts.timing);
+  add_backend_options(*cmd, opts.backend, opts.device, opts.timing, "print the backend, the time and the bandwidth to stderr");
   cmd->footer(
       "var and std are the population's (ddof = 0); l1 = sum |x|, l2 = sqrt(sum x^2). sum: int64 for\n"
       "signed integers, uint64 for unsigned (wrapping, as NumPy), float64 for floats; mean/var/std/l1/l2\n"

@@ -39,6 +39,22 @@ std::uint64_t match_seed(const std::string& what) {
 constexpr mc::match_path paths[] = {mc::match_path::tensor_core, mc::match_path::popcount};
 const char* name(mc::match_path p) { return p == mc::match_path::tensor_core ? "tensor_core" : "popcount"; }
 
+/// Both GPU paths on queries q and training set t (rows of `bytes`) give exactly want_idx/want_dist
+/// for k neighbours (outputs poisoned first).
+void expect_both_paths_give(mc::workspace& ws, const std::vector<std::uint8_t>& q, const std::vector<std::uint8_t>& t,
+                            int bytes, int k, const std::vector<std::int32_t>& want_idx,
+                            const std::vector<std::int32_t>& want_dist) {
+  const std::int64_t nq = std::int64_t(q.size()) / bytes, nt = std::int64_t(t.size()) / bytes;
+  dev<std::uint8_t> dq(q), dt(t);
+  for (auto path : paths) {
+    SCOPED_TRACE(name(path));
+    dev<std::int32_t> idx(std::size_t(nq * k)), dist(std::size_t(nq * k));
+    ws.knn_hamming(dq.p, nq, dt.p, nt, bytes, k, idx.p, dist.p, path);
+    ASSERT_EQ(idx.get(), want_idx);
+    ASSERT_EQ(dist.get(), want_dist);
+  }
+}
+
 TEST(CudaMatch, BothPathsAgainstBitwiseBruteForce) {
   MR_REQUIRE_GPU();
   const std::uint64_t seed = match_seed("match random");
@@ -56,15 +72,10 @@ TEST(CudaMatch, BothPathsAgainstBitwiseBruteForce) {
           const auto t = random_descriptors(std::size_t(nt), bytes, s + 1, sparse);
           std::vector<std::int32_t> want_idx, want_dist;
           reference_knn(q, t, bytes, k, want_idx, want_dist);
-          dev<std::uint8_t> dq(q), dt(t);
-          for (auto path : paths) {
-            SCOPED_TRACE(::testing::Message() << name(path) << " bytes=" << bytes << " nq=" << nq << " nt=" << nt
-                                              << " k=" << k << " sparse=" << sparse << " case seed " << s);
-            dev<std::int32_t> idx(std::size_t(nq * k)), dist(std::size_t(nq * k));
-            ws.knn_hamming(dq.p, nq, dt.p, nt, bytes, k, idx.p, dist.p, path);
-            ASSERT_EQ(idx.get(), want_idx);
-            ASSERT_EQ(dist.get(), want_dist);
-          }
+          SCOPED_TRACE(::testing::Message() << "bytes=" << bytes << " nq=" << nq << " nt=" << nt << " k=" << k
+                                            << " sparse=" << sparse << " case seed " << s);
+          expect_both_paths_give(ws, q, t, bytes, k, want_idx, want_dist);
+          if (::testing::Test::HasFatalFailure()) return;
         }
       }
     }
@@ -83,14 +94,9 @@ TEST(CudaMatch, ManyQueriesAgainstBitwiseBruteForce) {
       const auto t = random_descriptors(std::size_t(nt), bytes, seed + std::uint64_t(bytes * 10 + k) + 1, true);
       std::vector<std::int32_t> want_idx, want_dist;
       reference_knn(q, t, bytes, k, want_idx, want_dist);
-      dev<std::uint8_t> dq(q), dt(t);
-      for (auto path : paths) {
-        SCOPED_TRACE(::testing::Message() << name(path) << " bytes=" << bytes << " k=" << k);
-        dev<std::int32_t> idx(std::size_t(nq * k)), dist(std::size_t(nq * k));
-        ws.knn_hamming(dq.p, nq, dt.p, nt, bytes, k, idx.p, dist.p, path);
-        ASSERT_EQ(idx.get(), want_idx);
-        ASSERT_EQ(dist.get(), want_dist);
-      }
+      SCOPED_TRACE(::testing::Message() << "bytes=" << bytes << " k=" << k);
+      expect_both_paths_give(ws, q, t, bytes, k, want_idx, want_dist);
+      if (::testing::Test::HasFatalFailure()) return;
     }
   }
 }
@@ -106,17 +112,10 @@ TEST(CudaMatch, BothPathsReproduceOpenCv) {
     const auto dist_file = multireduce::npy::read(dir + "knn_" + kind + "_dist.npy");
     const auto want_idx = idx_file.values<std::int32_t>(), want_dist = dist_file.values<std::int32_t>();
     const auto qv = query.values<std::uint8_t>(), tv = train.values<std::uint8_t>();
-    dev<std::uint8_t> dq(std::vector<std::uint8_t>(qv.begin(), qv.end()));
-    dev<std::uint8_t> dt(std::vector<std::uint8_t>(tv.begin(), tv.end()));
-    const std::int64_t nq = query.shape[0], nt = train.shape[0];
-    const int bytes = static_cast<int>(query.shape[1]);
-    for (auto path : paths) {
-      SCOPED_TRACE(kind + " " + name(path));
-      dev<std::int32_t> idx(std::size_t(nq * 2)), dist(std::size_t(nq * 2));
-      ws.knn_hamming(dq.p, nq, dt.p, nt, bytes, 2, idx.p, dist.p, path);
-      EXPECT_EQ(idx.get(), std::vector<std::int32_t>(want_idx.begin(), want_idx.end()));
-      EXPECT_EQ(dist.get(), std::vector<std::int32_t>(want_dist.begin(), want_dist.end()));
-    }
+    SCOPED_TRACE(kind);
+    expect_both_paths_give(ws, std::vector<std::uint8_t>(qv.begin(), qv.end()), std::vector<std::uint8_t>(tv.begin(), tv.end()),
+                           static_cast<int>(query.shape[1]), 2, std::vector<std::int32_t>(want_idx.begin(), want_idx.end()),
+                           std::vector<std::int32_t>(want_dist.begin(), want_dist.end()));
   }
 }
 

@@ -103,6 +103,10 @@ struct partial_op {
   }
 };
 
+/// A shared-memory index with one pad word per 32 elements: a thread's run of 16 (or a stride-16
+/// walk across a warp) then falls in distinct banks.
+__host__ __device__ constexpr int padded(int i) { return i + (i >> 5); }
+
 /// Elements of T in one 16-byte load (1 when T does not tile 16 bytes).
 template <class T>
 inline constexpr int vector_elements = (sizeof(T) <= 16 && 16 % sizeof(T) == 0) ? int(16 / sizeof(T)) : 1;

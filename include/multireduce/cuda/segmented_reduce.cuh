@@ -37,8 +37,6 @@ inline constexpr int segment_tile_max_length = 16;
 inline constexpr int segment_group_max_length = 2048;
 inline constexpr std::int64_t long_segment_piece = 16384;
 
-/// Conflict-free shared-memory index for the tile kernel: one pad word per 32 elements.
-__host__ __device__ constexpr int padded(int i) { return i + (i >> 5); }
 
 /// L <= 16: a block stages a tile of whole segments (up to BlockThreads * Items elements) in
 /// shared memory, all its loads in flight at once and coalesced, then every thread reduces whole

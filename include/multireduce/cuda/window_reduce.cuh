@@ -121,8 +121,6 @@ struct window_tile_storage {
   scan_run<Acc> backward_runs[window_tile_threads / 32];
 };
 
-__device__ __forceinline__ int padded_index(int i) { return i + (i >> 5); }
-
 template <class It, class Out, class Acc, class Op>
 __global__ void __launch_bounds__(window_tile_threads, sizeof(Acc) <= 4 ? 2 : 1)
     window_tile_kernel(It in, std::int64_t n, std::int64_t window, Out out, Op op, Acc init, bool apply_init) {
@@ -135,8 +133,8 @@ __global__ void __launch_bounds__(window_tile_threads, sizeof(Acc) <= 4 ? 2 : 1)
   const int per_tile = tile_inputs - w + 1;
   const int first = threadIdx.x * items;  // this thread's positions in the tile: [first, first + items)
   static_assert(32 % items == 0, "a thread's items share one padding word");
-  const int mine = padded_index(first);                 // where they are in shared memory
-  const int coalesced = padded_index(threadIdx.x);      // position threadIdx.x + k * threads ...
+  const int mine = padded(first);                 // where they are in shared memory
+  const int coalesced = padded(threadIdx.x);      // position threadIdx.x + k * threads ...
   constexpr int padded_stride = threads + threads / 32;  // ... is coalesced + k * padded_stride
   // Chunks start at multiples of w from the tile's start: which of this thread's items start a
   // chunk, and which end one (bit j: item j).
@@ -204,7 +202,7 @@ __global__ void __launch_bounds__(window_tile_threads, sizeof(Acc) <= 4 ? 2 : 1)
 #pragma unroll 4
     for (int i = threadIdx.x, k = 0; i < tile_outputs; i += threads, ++k) {
       Acc x = s.suffix[coalesced + k * padded_stride];
-      if (phase != 0) x = op(x, s.prefix[padded_index(i + w - 1)]);
+      if (phase != 0) x = op(x, s.prefix[padded(i + w - 1)]);
       out[o0 + i] = apply_init ? op(init, x) : x;
       phase += out_step;
       if (phase >= w) phase -= w;
