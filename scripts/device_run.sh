@@ -17,7 +17,7 @@ for t in multireduce_cuda_tests multireduce_cuda_device_tests; do
 done
 if [ -x "$bin/tests/multireduce_cuda_device_tests" ]; then
   compute-sanitizer --tool memcheck "$bin/tests/multireduce_cuda_device_tests" --gtest_brief=1 \
-    --gtest_filter='CudaDeviceReduce.NonCommutative*:CudaDeviceSegmented.Offsets*:CudaDeviceWindow.*:CudaDeviceBadInput.*:CudaMatch.BothPathsReproduceOpenCv:CudaMatch.BadArgumentsAreErrors' \
+    --gtest_filter='CudaDeviceReduce.NonCommutative*:CudaDeviceSegmented.Offsets*:CudaDeviceWindow.*:CudaDeviceBadInput.*:CudaMatch.BothPathsReproduceOpenCv:CudaMatch.BadArgumentsAreErrors:CudaMatch.Batched*:CudaMatch.Pieces*' \
     > "$out/memcheck.txt" 2>&1; echo "memcheck: exit $?"; tail -n 2 "$out/memcheck.txt"
 fi
 for s in $suites; do

@@ -9,6 +9,8 @@
 //    calls, so a reduction is exactly one kernel launch.
 #pragma once
 
+#include <cstring>
+#include <string>
 #include <utility>
 
 #include "cuda/common.cuh"
@@ -19,6 +21,42 @@
 #include "cuda/window_reduce.cuh"
 
 namespace multireduce::cuda {
+namespace detail {
+
+/// Owning handles for the streamed search's buffers, stream and events (host code only).
+struct device_buffer {
+  void* data = nullptr;
+  explicit device_buffer(std::size_t bytes) {
+    if (bytes > 0) check(cudaMalloc(&data, bytes), "multireduce::cuda: allocating a device buffer");
+  }
+  device_buffer(const device_buffer&) = delete;
+  ~device_buffer() { cudaFree(data); }
+};
+struct pinned_buffer {
+  void* data = nullptr;
+  explicit pinned_buffer(std::size_t bytes) {
+    if (bytes > 0) check(cudaMallocHost(&data, bytes), "multireduce::cuda: allocating a pinned host buffer");
+  }
+  pinned_buffer(const pinned_buffer&) = delete;
+  ~pinned_buffer() { cudaFreeHost(data); }
+};
+struct copy_stream {
+  cudaStream_t handle = nullptr;
+  copy_stream() { check(cudaStreamCreateWithFlags(&handle, cudaStreamNonBlocking), "multireduce::cuda: creating a stream"); }
+  copy_stream(const copy_stream&) = delete;
+  ~copy_stream() {
+    cudaStreamSynchronize(handle);
+    cudaStreamDestroy(handle);
+  }
+};
+struct event {
+  cudaEvent_t handle = nullptr;
+  event() { check(cudaEventCreateWithFlags(&handle, cudaEventDisableTiming), "multireduce::cuda: creating an event"); }
+  event(const event&) = delete;
+  ~event() { cudaEventDestroy(handle); }
+};
+
+}  // namespace detail
 
 class workspace {
  public:
@@ -94,6 +132,70 @@ class workspace {
     run("multireduce::cuda::workspace::knn_hamming", [&](void* t, std::size_t& b) {
       return cuda::knn_hamming(t, b, query, queries, train, trains, bytes, k, idx, dist, path, stream_);
     }, false);
+  }
+  /// Many independent searches of one width and one k (multireduce/cuda/match.cuh); `pairs` is a
+  /// host array of device pointers.
+  void knn_hamming_batched(const knn_pair* pairs, int count, int bytes, int k,
+                           match_path path = match_path::automatic) {
+    run("multireduce::cuda::workspace::knn_hamming_batched", [&](void* t, std::size_t& b) {
+      return cuda::knn_hamming_batched(t, b, pairs, count, bytes, k, path, stream_);
+    }, false);
+  }
+  /// knn_hamming with the training set in host memory, of any size: it goes through the GPU
+  /// `chunk_rows` rows at a time (0: 256 MiB, or a quarter of the free GPU memory when that is
+  /// less), the copy of the next chunk overlapping the search of this one (two device buffers;
+  /// pageable rows are staged through two pinned buffers), and each chunk's neighbours are merged
+  /// into idx/dist (knn_pair::merge), so the result is exactly knn_hamming's. A training set
+  /// already on the device is searched in one go. Returns when done (synchronises the stream).
+  void knn_hamming_streamed(const std::uint8_t* query, std::int64_t queries, const std::uint8_t* train,
+                            std::int64_t trains, int bytes, int k, std::int32_t* idx, std::int32_t* dist,
+                            std::int64_t chunk_rows = 0, match_path path = match_path::automatic) {
+    const std::string what = "multireduce::cuda::workspace::knn_hamming_streamed";
+    if (chunk_rows < 0 || trains < 0 || bytes <= 0 || bytes % 4 != 0 || bytes > detail::match_max_bytes)
+      throw error(cudaErrorInvalidValue, what + ": bad arguments");
+    cudaPointerAttributes where{};
+    check(cudaPointerGetAttributes(&where, train), what.c_str());
+    if (queries == 0 || trains == 0 || where.type == cudaMemoryTypeDevice || where.type == cudaMemoryTypeManaged) {
+      knn_hamming(query, queries, train, trains, bytes, k, idx, dist, path);
+      check(cudaStreamSynchronize(stream_), what.c_str());
+      return;
+    }
+    if (chunk_rows == 0) {
+      std::size_t free_bytes = 0, total = 0;
+      check(cudaMemGetInfo(&free_bytes, &total), what.c_str());
+      const std::size_t budget = free_bytes / 4 < (std::size_t(256) << 20) ? free_bytes / 4 : std::size_t(256) << 20;
+      chunk_rows = static_cast<std::int64_t>(budget / std::size_t(bytes));
+      if (chunk_rows < 1) chunk_rows = 1;
+    }
+    if (chunk_rows > trains) chunk_rows = trains;
+    const bool pinned = where.type == cudaMemoryTypeHost;
+    const std::size_t chunk_bytes = std::size_t(chunk_rows) * std::size_t(bytes);
+    detail::device_buffer device[2] = {detail::device_buffer(chunk_bytes), detail::device_buffer(chunk_bytes)};
+    detail::pinned_buffer staging[2] = {detail::pinned_buffer(pinned ? 0 : chunk_bytes),
+                                        detail::pinned_buffer(pinned ? 0 : chunk_bytes)};
+    detail::copy_stream copies;
+    detail::event copied[2], searched[2];
+    for (std::int64_t first = 0, c = 0; first < trains; first += chunk_rows, ++c) {
+      const int slot = static_cast<int>(c & 1);
+      const std::int64_t rows = trains - first < chunk_rows ? trains - first : chunk_rows;
+      const std::size_t size = std::size_t(rows) * std::size_t(bytes);
+      const std::uint8_t* from = train + first * bytes;
+      if (!pinned) {
+        if (c >= 2) check(cudaEventSynchronize(copied[slot].handle), what.c_str());  // the staging buffer is free
+        std::memcpy(staging[slot].data, from, size);
+        from = static_cast<const std::uint8_t*>(staging[slot].data);
+      }
+      if (c >= 2) check(cudaStreamWaitEvent(copies.handle, searched[slot].handle, 0), what.c_str());  // so is the device one
+      check(cudaMemcpyAsync(device[slot].data, from, size, cudaMemcpyHostToDevice, copies.handle), what.c_str());
+      check(cudaEventRecord(copied[slot].handle, copies.handle), what.c_str());
+      check(cudaStreamWaitEvent(stream_, copied[slot].handle, 0), what.c_str());
+      knn_pair piece{query, queries, static_cast<const std::uint8_t*>(device[slot].data), rows, idx, dist};
+      piece.first_train_index = first;
+      piece.merge = c > 0;
+      knn_hamming_batched(&piece, 1, bytes, k, path);
+      check(cudaEventRecord(searched[slot].handle, stream_), what.c_str());
+    }
+    check(cudaStreamSynchronize(stream_), what.c_str());
   }
 
  private:

@@ -22,6 +22,7 @@ struct suite_entry {
 constexpr suite_entry suite_table[] = {
     {"warp", &run_warp_suite},         {"reduce", &run_reduce_suite}, {"segmented", &run_segmented_suite},
     {"stats", &run_stats_suite},       {"window", &run_window_suite}, {"match", &run_match_suite},
+    {"match-huge", &run_match_huge_suite},
 };
 
 device_info describe_device(int ordinal) {

@@ -161,5 +161,6 @@ int run_segmented_suite(const options& opts, const device_info& device, nlohmann
 int run_stats_suite(const options& opts, const device_info& device, nlohmann::json& results);
 int run_window_suite(const options& opts, const device_info& device, nlohmann::json& results);
 int run_match_suite(const options& opts, const device_info& device, nlohmann::json& results);
+int run_match_huge_suite(const options& opts, const device_info& device, nlohmann::json& results);
 
 }  // namespace multireduce::bench

@@ -303,11 +303,83 @@ std::string gpu_match_unsupported_reason(int bytes, int device) {
   return "";
 }
 
+namespace {
+
+/// The streamed search (a training set that does not fit, or --train-chunk): only the queries and
+/// the outputs stay on the GPU; the training rows go through it train_chunk rows at a time
+/// (workspace::knn_hamming_streamed), and the cross-check's reverse search takes them as queries,
+/// a chunk at a time, against the queries on the GPU.
+knn_output gpu_knn_streamed(const std::uint8_t* query, std::int64_t queries, const std::uint8_t* train,
+                            std::int64_t trains, int bytes, int k, bool reverse, std::int64_t train_chunk) {
+  knn_output r;
+  if (train_chunk <= 0) {
+    std::size_t free_bytes = 0, total = 0;
+    cuda_check(cudaMemGetInfo(&free_bytes, &total), "querying free memory");
+    const std::int64_t queries_bytes = queries * (bytes + 8 * k + 64);  // rows, outputs, partial lists
+    const std::int64_t left = static_cast<std::int64_t>(free_bytes) - queries_bytes;
+    train_chunk = std::max<std::int64_t>(1, std::min<std::int64_t>(left / 4, std::int64_t(256) << 20) / bytes);
+  }
+  train_chunk = std::min<std::int64_t>(train_chunk, std::max<std::int64_t>(trains, 1));
+  device_array<std::uint8_t> dq(queries * bytes);
+  device_array<std::int32_t> idx(queries * k), dist(queries * k);
+  cuda_check(cudaMemcpy(dq.p, query, std::size_t(queries) * std::size_t(bytes), cudaMemcpyHostToDevice), "uploading the queries");
+  mc::workspace ws;
+  timer t;
+  t.begin();
+  try {
+    ws.knn_hamming_streamed(dq.p, queries, train, trains, bytes, k, idx.p, dist.p, train_chunk);
+  } catch (const mc::error& e) {
+    throw std::runtime_error(std::string("GPU backend: streaming the training set: ") + e.what());
+  }
+  if (reverse) {
+    r.reverse_nearest.resize(std::size_t(trains));
+    device_array<std::uint8_t> chunk(std::min(trains, train_chunk) * bytes);
+    device_array<std::int32_t> nearest(std::min(trains, train_chunk)), nearest_dist(std::min(trains, train_chunk));
+    for (std::int64_t first = 0; first < trains; first += train_chunk) {
+      const std::int64_t rows = std::min(train_chunk, trains - first);
+      cuda_check(cudaMemcpy(chunk.p, train + first * bytes, std::size_t(rows) * std::size_t(bytes), cudaMemcpyHostToDevice),
+                 "uploading training rows");
+      try {
+        ws.knn_hamming(chunk.p, rows, dq.p, queries, bytes, 1, nearest.p, nearest_dist.p);
+      } catch (const mc::error& e) {
+        throw std::runtime_error(std::string("GPU backend: searching back (cross-check): ") + e.what());
+      }
+      cuda_check(cudaMemcpy(r.reverse_nearest.data() + first, nearest.p, std::size_t(rows) * sizeof(std::int32_t),
+                            cudaMemcpyDeviceToHost), "downloading");
+    }
+    r.device_bytes += 3 * std::min(trains, train_chunk) * bytes;
+  }
+  r.seconds = t.end();
+  r.streamed_chunk = train_chunk;
+  r.idx.resize(std::size_t(queries * k));
+  r.dist.resize(r.idx.size());
+  cuda_check(cudaMemcpy(r.idx.data(), idx.p, r.idx.size() * sizeof(std::int32_t), cudaMemcpyDeviceToHost), "downloading");
+  cuda_check(cudaMemcpy(r.dist.data(), dist.p, r.dist.size() * sizeof(std::int32_t), cudaMemcpyDeviceToHost), "downloading");
+  r.device_bytes += queries * bytes + 2 * queries * k * 4 + 2 * train_chunk * bytes;
+  return r;
+}
+
+}  // namespace
+
 knn_output gpu_knn(const std::uint8_t* query, std::int64_t queries, const std::uint8_t* train, std::int64_t trains,
-                   int bytes, int k, bool reverse, int device) {
+                   int bytes, int k, bool reverse, int device, std::int64_t train_chunk) {
   if (const std::string why = gpu_match_unsupported_reason(bytes, device); !why.empty())
     throw std::runtime_error("GPU backend: " + why);
   select_device(device);
+  std::size_t free_bytes = 0, total = 0;
+  cuda_check(cudaMemGetInfo(&free_bytes, &total), "querying free memory");
+  // Everything on the GPU at once: both sets, the outputs and the partial lists.
+  std::size_t temp = 0, reverse_temp = 0;
+  cuda_check(mc::knn_hamming(nullptr, temp, nullptr, queries, nullptr, trains, bytes, k, nullptr, nullptr), "planning the search");
+  if (reverse)
+    cuda_check(mc::knn_hamming(nullptr, reverse_temp, nullptr, trains, nullptr, queries, bytes, 1, nullptr, nullptr),
+               "planning the reverse search");
+  const double whole = double(queries + trains) * bytes + 8.0 * queries * k + 8.0 * trains + double(std::max(temp, reverse_temp));
+  if (train_chunk > 0 || whole > 0.8 * double(free_bytes)) {
+    knn_output r = gpu_knn_streamed(query, queries, train, trains, bytes, k, reverse, train_chunk);
+    r.device_name = device_name(device);
+    return r;
+  }
   knn_output r;
   r.device_name = device_name(device);
   device_array<std::uint8_t> dq(queries * bytes), dt(trains * bytes);
@@ -315,11 +387,6 @@ knn_output gpu_knn(const std::uint8_t* query, std::int64_t queries, const std::u
   device_array<std::int32_t> rev_idx(reverse ? trains : 0), rev_dist(reverse ? trains : 0);
   cuda_check(cudaMemcpy(dq.p, query, std::size_t(queries) * std::size_t(bytes), cudaMemcpyHostToDevice), "uploading the queries");
   cuda_check(cudaMemcpy(dt.p, train, std::size_t(trains) * std::size_t(bytes), cudaMemcpyHostToDevice), "uploading the training set");
-  std::size_t temp = 0, reverse_temp = 0;
-  cuda_check(mc::knn_hamming(nullptr, temp, dq.p, queries, dt.p, trains, bytes, k, idx.p, dist.p), "planning the search");
-  if (reverse)
-    cuda_check(mc::knn_hamming(nullptr, reverse_temp, dt.p, trains, dq.p, queries, bytes, 1, rev_idx.p, rev_dist.p),
-               "planning the reverse search");
   const std::size_t storage_bytes = std::max({temp, reverse_temp, std::size_t(1)});
   device_array<std::byte> storage(static_cast<std::int64_t>(storage_bytes));
   timer t;

@@ -68,8 +68,9 @@ statistics<T> gpu_statistics(const T* data, std::int64_t n, int device, gpu_timi
 /// the training set) and, when asked, every training descriptor's nearest query (the cross-check).
 struct knn_output {
   std::vector<std::int32_t> idx, dist, reverse_nearest;
-  double seconds = 0;             ///< device time of the searches (CUDA events), transfers excluded
+  double seconds = 0;             ///< device time of the searches (CUDA events), transfers excluded unless streamed
   std::int64_t device_bytes = 0;  ///< GPU memory the searches allocated (inputs, outputs, temporary)
+  std::int64_t streamed_chunk = 0;  ///< > 0: the training set went through the GPU this many rows at a time
   std::string device_name;
 };
 
@@ -77,7 +78,9 @@ struct knn_output {
 std::string gpu_match_unsupported_reason(int bytes, int device);
 
 /// Brute-force Hamming k-NN of host descriptor rows on GPU `device` (multireduce::cuda::knn_hamming).
+/// A training set that does not fit in the free GPU memory, or any with train_chunk > 0, is
+/// streamed through the GPU train_chunk rows at a time (0: chunks sized by the free memory).
 knn_output gpu_knn(const std::uint8_t* query, std::int64_t queries, const std::uint8_t* train, std::int64_t trains,
-                   int bytes, int k, bool reverse, int device);
+                   int bytes, int k, bool reverse, int device, std::int64_t train_chunk = 0);
 
 }  // namespace multireduce::cli

@@ -27,7 +27,7 @@ MULTIREDUCE_CLI_STATISTICS_TYPES(MULTIREDUCE_INSTANTIATE)
 #undef MULTIREDUCE_INSTANTIATE
 
 std::string gpu_match_unsupported_reason(int, int) { return no_cuda; }
-knn_output gpu_knn(const std::uint8_t*, std::int64_t, const std::uint8_t*, std::int64_t, int, int, bool, int) {
+knn_output gpu_knn(const std::uint8_t*, std::int64_t, const std::uint8_t*, std::int64_t, int, int, bool, int, std::int64_t) {
   throw std::runtime_error(no_cuda);
 }
 

@@ -46,9 +46,9 @@ int main(int argc, char** argv) {
 
   multireduce::bench::options bench;
   auto* bench_cmd = app.add_subcommand("bench", "run a benchmark suite on the GPU (verifies every result first)");
-  bench_cmd->add_option("suite", bench.suite, "suite: warp, reduce, segmented, stats, window, match (GPU); cpu (this machine)")
+  bench_cmd->add_option("suite", bench.suite, "suite: warp, reduce, segmented, stats, window, match, match-huge (GPU); cpu (this machine)")
       ->required()
-      ->check(CLI::IsMember({"warp", "reduce", "segmented", "stats", "window", "match", "cpu"}));
+      ->check(CLI::IsMember({"warp", "reduce", "segmented", "stats", "window", "match", "match-huge", "cpu"}));
   bench_cmd->add_option("--json", bench.json_path, "also write the results as JSON to this file");
   bench_cmd->add_option("--repetitions", bench.repetitions, "timed runs per kernel (median reported)")
       ->check(CLI::Range(1, 100000))->capture_default_str();

@@ -118,7 +118,7 @@ int match_body(const match_options& o) {
   double seconds = 0;
   knn_output gpu;
   if (why_not_gpu.empty()) {
-    gpu = gpu_knn(q, nq, t, nt, bytes, k_search, rule.cross_check, o.device);
+    gpu = gpu_knn(q, nq, t, nt, bytes, k_search, rule.cross_check, o.device, o.train_chunk);
     idx = std::move(gpu.idx), dist = std::move(gpu.dist), seconds = gpu.seconds;
     kept = accept_matches(idx.data(), dist.data(), nq, k_search, rule,
                           rule.cross_check ? gpu.reverse_nearest.data() : nullptr);
@@ -155,7 +155,11 @@ int match_body(const match_options& o) {
     fmt::print(stderr, "backend {}: {:.3f} ms, {:.3g} comparisons/s{}\n",
                why_not_gpu.empty() ? "cuda (" + gpu.device_name + ")" : "cpu (not the GPU: " + why_not_gpu + ")",
                seconds * 1e3, seconds > 0 ? comparisons / seconds : 0.0,
-               why_not_gpu.empty() ? fmt::format(", peak GPU memory {:.1f} MiB", double(gpu.device_bytes) / (1 << 20)) : "");
+               !why_not_gpu.empty() ? ""
+               : gpu.streamed_chunk > 0
+                   ? fmt::format(", training set streamed {} rows at a time (copies included), GPU memory {:.1f} MiB",
+                                 gpu.streamed_chunk, double(gpu.device_bytes) / (1 << 20))
+                   : fmt::format(", peak GPU memory {:.1f} MiB", double(gpu.device_bytes) / (1 << 20)));
   }
   return 0;
 }
@@ -190,6 +194,10 @@ CLI::App* add_match_command(CLI::App& app, match_options& opts) {
                            ->check(integer_at_least(0));
   ratio->excludes(margin)->excludes(max_distance);
   margin->excludes(max_distance);
+  cmd->add_option("--train-chunk", opts.train_chunk,
+                  "stream the training set through the GPU this many rows at a time (default: only when it does not "
+                  "fit in the free GPU memory)")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--cross-check", opts.cross_check, "keep a match only when the query is its train's nearest query too");
   cmd->add_option("-o,--output", opts.output, "write the accepted matches to this .csv (query,train,distance) or .npy "
                                               "(int32, M x 3), atomically; without -o they are printed as CSV");

@@ -21,6 +21,7 @@ struct match_options {
   std::string backend = "auto";
   int device = 0;
   bool timing = false;
+  std::int64_t train_chunk = 0;  ///< > 0: stream the training set through the GPU this many rows at a time
   /// Checking the kept matches against a known geometry: a 3 x 3 homography mapping query (x, y, 1)
   /// to train, the keypoint positions of both sets ((N, 2) float), and the tolerance in pixels.
   std::string homography, query_xy, train_xy;

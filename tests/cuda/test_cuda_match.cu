@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -119,6 +121,100 @@ TEST(CudaMatch, BothPathsReproduceOpenCv) {
   }
 }
 
+// Batches: 70 pairs of random sizes (two launches of up to 48, some pairs without queries or
+// without training rows), each pair checked against its own brute force.
+TEST(CudaMatch, BatchedPairsAgainstBitwiseBruteForce) {
+  MR_REQUIRE_GPU();
+  const std::uint64_t seed = match_seed("match batched");
+  std::mt19937_64 rng(seed);
+  mc::workspace ws;
+  for (int bytes : {32, 64}) {
+    for (int k : {2, 5}) {
+      constexpr int pairs = 70;
+      std::vector<std::vector<std::uint8_t>> q(pairs), t(pairs);
+      std::vector<std::unique_ptr<dev<std::uint8_t>>> dq, dt;
+      std::vector<std::unique_ptr<dev<std::int32_t>>> idx, dist;
+      std::vector<mc::knn_pair> batch(pairs);
+      for (int i = 0; i < pairs; ++i) {
+        const std::int64_t nq = i % 17 == 3 ? 0 : std::int64_t(rng() % 300), nt = i % 13 == 5 ? 0 : std::int64_t(rng() % 1300);
+        q[i] = random_descriptors(std::size_t(nq), bytes, rng(), i % 2 == 0);
+        t[i] = random_descriptors(std::size_t(nt), bytes, rng(), i % 2 == 0);
+        dq.push_back(std::make_unique<dev<std::uint8_t>>(q[i]));
+        dt.push_back(std::make_unique<dev<std::uint8_t>>(t[i]));
+        idx.push_back(std::make_unique<dev<std::int32_t>>(std::size_t(nq * k)));
+        dist.push_back(std::make_unique<dev<std::int32_t>>(std::size_t(nq * k)));
+        batch[i] = mc::knn_pair{dq[i]->p, nq, dt[i]->p, nt, idx[i]->p, dist[i]->p};
+      }
+      std::vector<std::vector<std::int32_t>> want_idx(pairs), want_dist(pairs);
+      for (int i = 0; i < pairs; ++i) reference_knn(q[i], t[i], bytes, k, want_idx[i], want_dist[i]);
+      for (auto path : paths) {
+        SCOPED_TRACE(::testing::Message() << name(path) << " bytes=" << bytes << " k=" << k);
+        for (int i = 0; i < pairs; ++i) {  // poison again for the second path
+          MR_TEST_CUDA(cudaMemset(idx[i]->p, 0xA5, std::max<std::size_t>(idx[i]->n, 1) * 4));
+          MR_TEST_CUDA(cudaMemset(dist[i]->p, 0xA5, std::max<std::size_t>(dist[i]->n, 1) * 4));
+        }
+        ws.knn_hamming_batched(batch.data(), pairs, bytes, k, path);
+        for (int i = 0; i < pairs; ++i) {
+          SCOPED_TRACE(::testing::Message() << "pair " << i << " nq=" << batch[i].queries << " nt=" << batch[i].trains);
+          ASSERT_EQ(idx[i]->get(), want_idx[i]);
+          ASSERT_EQ(dist[i]->get(), want_dist[i]);
+        }
+      }
+    }
+  }
+}
+
+// A training set searched in pieces (first_train_index, merge) gives the whole set's answer; the
+// streamed search does that from host memory, pageable or pinned, with chunks of any size.
+TEST(CudaMatch, PiecesAndStreamingGiveTheWholeAnswer) {
+  MR_REQUIRE_GPU();
+  const std::uint64_t seed = match_seed("match streamed");
+  mc::workspace ws;
+  for (int bytes : {32, 64}) {
+    for (int k : {1, 2, 8}) {
+      const std::int64_t nq = 300, nt = 5003;
+      const auto q = random_descriptors(std::size_t(nq), bytes, seed + std::uint64_t(bytes + k), true);
+      const auto t = random_descriptors(std::size_t(nt), bytes, seed + std::uint64_t(bytes + k) + 1, true);
+      std::vector<std::int32_t> want_idx, want_dist;
+      reference_knn(q, t, bytes, k, want_idx, want_dist);
+      dev<std::uint8_t> dq(q), dt(t);
+      for (auto path : paths) {
+        SCOPED_TRACE(::testing::Message() << name(path) << " bytes=" << bytes << " k=" << k);
+        {  // pieces of 1, 999, 2003 and the rest rows, one call each
+          dev<std::int32_t> idx(std::size_t(nq * k)), dist(std::size_t(nq * k));
+          std::int64_t first = 0;
+          for (std::int64_t rows : {1, 999, 2003, 2000}) {
+            mc::knn_pair piece{dq.p, nq, dt.p + first * bytes, rows, idx.p, dist.p};
+            piece.first_train_index = first;
+            piece.merge = first > 0;
+            ws.knn_hamming_batched(&piece, 1, bytes, k, path);
+            first += rows;
+          }
+          ASSERT_EQ(first, nt);
+          ASSERT_EQ(idx.get(), want_idx);
+          ASSERT_EQ(dist.get(), want_dist);
+        }
+        std::uint8_t* pinned = nullptr;
+        MR_TEST_CUDA(cudaMallocHost(&pinned, t.size()));
+        std::copy(t.begin(), t.end(), pinned);
+        const std::uint8_t* sources[] = {t.data(), pinned, dt.p};
+        for (const std::uint8_t* source : sources) {
+          for (std::int64_t chunk : {0, 1000, 2048, 9999}) {
+            SCOPED_TRACE(::testing::Message() << "source " << (source == t.data() ? "pageable" : source == pinned ? "pinned" : "device")
+                                              << " chunk_rows=" << chunk);
+            dev<std::int32_t> idx(std::size_t(nq * k)), dist(std::size_t(nq * k));
+            ws.knn_hamming_streamed(dq.p, nq, source, nt, bytes, k, idx.p, dist.p, chunk, path);
+            EXPECT_EQ(idx.get(), want_idx);
+            EXPECT_EQ(dist.get(), want_dist);
+          }
+        }
+        MR_TEST_CUDA(cudaFreeHost(pinned));
+        if (::testing::Test::HasFailure()) return;
+      }
+    }
+  }
+}
+
 TEST(CudaMatch, BadArgumentsAreErrors) {
   MR_REQUIRE_GPU();
   dev<std::uint8_t> d(4096);
@@ -128,8 +224,17 @@ TEST(CudaMatch, BadArgumentsAreErrors) {
   EXPECT_EQ(mc::knn_hamming(nullptr, bytes, d.p, 1, d.p, 1, 30, 2, out.p, out.p), cudaErrorInvalidValue);
   EXPECT_EQ(mc::knn_hamming(nullptr, bytes, d.p, 1, d.p, 1, 32, 9, out.p, out.p), cudaErrorInvalidValue);
   EXPECT_EQ(mc::knn_hamming(nullptr, bytes, d.p, -1, d.p, 1, 32, 2, out.p, out.p), cudaErrorInvalidValue);
+  mc::knn_pair pair{d.p, 1, d.p, 1, out.p, out.p};
+  pair.first_train_index = INT32_MAX;  // indices past int32
+  EXPECT_EQ(mc::knn_hamming_batched(nullptr, bytes, &pair, 1, 32, 2), cudaErrorInvalidValue);
+  EXPECT_EQ(mc::knn_hamming_batched(nullptr, bytes, &pair, -1, 32, 2), cudaErrorInvalidValue);
+  EXPECT_EQ(mc::knn_hamming_batched(nullptr, bytes, nullptr, 1, 32, 2), cudaErrorInvalidValue);
   mc::workspace ws;
   EXPECT_THROW(ws.knn_hamming(d.p + 1, 2, d.p, 2, 32, 2, out.p, out.p), mc::error);  // misaligned rows
+  EXPECT_THROW(ws.knn_hamming_batched(&pair, 1, 32, 2), mc::error);
+  std::vector<std::uint8_t> host(64);
+  EXPECT_THROW(ws.knn_hamming_streamed(d.p, 1, host.data(), 2, 32, 2, out.p, out.p, -1), mc::error);  // chunk < 0
+  EXPECT_THROW(ws.knn_hamming_streamed(d.p, 1, host.data(), 2, 30, 2, out.p, out.p), mc::error);      // width
 }
 
 }  // namespace
