@@ -306,6 +306,53 @@ TEST(CudaDeviceSegmented, OffsetsEmptyHugeSkewed) {
   run_case("length one", std::vector<std::int64_t>(300000, 1));
 }
 
+// One offsets array (CSR): offsets that start past 0 and stop short of n,
+// int32 and int64, long and empty segments, and a non-commutative operator.
+TEST(CudaDeviceSegmented, OffsetsInOneArray) {
+  MR_REQUIRE_GPU();
+  const std::uint64_t seed = seed_for("merge path segments");
+  std::mt19937_64 g(seed);
+  const auto v = random_ints(1 << 21, seed);
+  dev<int> in(v);
+  mc::workspace ws;
+  for (int shape = 0; shape < 4; ++shape) {
+    std::vector<std::int64_t> off{std::int64_t(g() % 5000)};
+    while (true) {
+      const std::int64_t l = shape == 0 ? std::int64_t(g() % 65)
+                           : shape == 1 ? std::int64_t(std::pow(2.0, 18.0 * std::pow(std::uniform_real_distribution<double>(0, 1)(g), 4))) - 1
+                           : shape == 2 ? std::int64_t(g() % 3 == 0 ? 0 : g() % 9000)
+                                        : std::int64_t(g() % 2);
+      if (off.back() + l > std::int64_t(v.size()) - 777) break;
+      off.push_back(off.back() + l);
+    }
+    SCOPED_TRACE(::testing::Message() << "shape " << shape << ", " << off.size() - 1 << " segments from " << off.front());
+    const std::vector<std::int64_t> b(off.begin(), off.end() - 1), e(off.begin() + 1, off.end());
+    const std::int64_t segments = std::int64_t(b.size());
+    dev<std::int64_t> d_off(off);
+    dev<long long> out(b.size());
+    ws.segmented_reduce(in.p, std::int64_t(v.size()), out.p, segments, d_off.p, d_off.p + 1, multireduce::sum{}, 3LL);
+    EXPECT_EQ(out.get(), reference_segments(v, b, e, multireduce::sum{}, 3LL));
+    std::vector<int> off32(off.begin(), off.end());
+    dev<int> d_off32(off32);
+    dev<int> out_max(b.size());
+    ws.segmented_reduce(in.p, std::int64_t(v.size()), out_max.p, segments, d_off32.p, d_off32.p + 1,
+                        multireduce::maximum{}, INT32_MIN);
+    EXPECT_EQ(out_max.get(), reference_segments(v, b, e, multireduce::maximum{}, INT32_MIN));
+  }
+  const auto m = random_mats(1 << 20, seed_for("merge path mat"));
+  dev<mat2_mod> min(m);
+  std::vector<std::int64_t> off{3};
+  while (off.back() < std::int64_t(m.size()) - 70000) off.push_back(off.back() + std::int64_t(g() % 5 == 0 ? g() % 60000 : g() % 40));
+  const std::vector<std::int64_t> b(off.begin(), off.end() - 1), e(off.begin() + 1, off.end());
+  dev<std::int64_t> d_off(off);
+  dev<mat2_mod> out(b.size());
+  ws.segmented_reduce(min.p, std::int64_t(m.size()), out.p, std::int64_t(b.size()), d_off.p, d_off.p + 1, mat2_mod_product{},
+                      mat_identity);
+  const auto got = out.get();
+  const auto want = reference_segments(m, b, e, mat2_mod_product{}, mat_identity);
+  for (std::size_t s = 0; s < want.size(); ++s) ASSERT_TRUE(got[s] == want[s]) << "mat2 segment " << s;
+}
+
 TEST(CudaDeviceWindow, AllPathsAndOperators) {
   MR_REQUIRE_GPU();
   const auto v = random_floats(3'000'017, seed_for("window"));

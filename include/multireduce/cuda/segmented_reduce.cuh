@@ -15,8 +15,13 @@
 //                         each segment is cut into pieces, one block each, and a second (group)
 //                         pass folds the pieces of each segment in order.
 // Offsets (begin_offsets[s], end_offsets[s]):
-//  - every segment up to 16384 elements is reduced by a group of G lanes, G chosen from the mean
-//    segment length; longer segments are queued instead;
+//  - one offsets array (end_offsets == begin_offsets + 1, CSR) with a mean length up to 64,
+//    "staged": a block of 128 threads takes 128 consecutive segments, stages all their elements
+//    in shared memory (16-byte loads from the aligned boundary before the first, the next
+//    block's offsets loading meanwhile) and each thread folds its own segment there; a block
+//    whose segments span more than 8192 elements takes the group path below instead;
+//  - otherwise every segment up to 16384 elements is reduced by a group of G lanes, G chosen from
+//    the mean segment length; longer segments are queued instead;
 //  - queued segments are cut into 16384-element pieces spread over all blocks (load balance for
 //    skewed lengths); the last block to finish a segment folds its pieces in order.
 // Non-commutative operators: lanes and threads take contiguous runs, folded in order.
@@ -335,6 +340,102 @@ __global__ void __launch_bounds__(BlockThreads)
   }
 }
 
+/// Short segments from one offsets array (CSR: end_offsets == begin_offsets + 1): a block takes
+/// Threads consecutive segments, one per thread, stages all their elements (up to
+/// staged_segment_elements) in shared memory with coalesced loads, 16 in flight per thread, and
+/// each thread folds its own segment there. A block whose segments span more falls back to a warp
+/// per segment from global memory, queueing those longer than long_segment_piece.
+inline constexpr int staged_segment_threads = 128;
+template <class T>
+inline constexpr int staged_segment_elements = int(32768 / sizeof(T)) < 8192 ? int(32768 / sizeof(T)) : 8192;
+
+/// The offsets a block of staged_offset_segments_kernel needs for segments s0 .. s0+Threads-1.
+struct staged_tile {
+  std::int64_t first, last, begin, end;  // the block's element range; this thread's segment
+};
+template <int Threads, class OffIt>
+__device__ __forceinline__ staged_tile load_staged_tile(OffIt offsets, std::int64_t segments, std::int64_t s0) {
+  staged_tile t{0, 0, 0, 0};
+  if (s0 >= segments) return t;
+  const std::int64_t s = s0 + threadIdx.x, last_segment = s0 + Threads < segments ? s0 + Threads : segments;
+  t.first = static_cast<std::int64_t>(offsets[s0]);
+  t.last = static_cast<std::int64_t>(offsets[last_segment]);
+  t.begin = t.end = t.first;
+  if (s < segments) t.begin = static_cast<std::int64_t>(offsets[s]), t.end = static_cast<std::int64_t>(offsets[s + 1]);
+  return t;
+}
+
+template <int Threads, class It, class Out, class OffIt, class Acc, class Op>
+__global__ void __launch_bounds__(Threads)
+    staged_offset_segments_kernel(It in, Out out, std::int64_t segments, OffIt offsets, Op op, Acc init,
+                                  long_queue* queue, long_segment* queued, std::int64_t capacity,
+                                  std::int64_t piece_capacity) {
+  using T = std::remove_cv_t<std::remove_reference_t<decltype(*in)>>;
+  using P = partial<Acc, Op>;
+  constexpr int tile = staged_segment_elements<T>;
+  constexpr int V = std::is_pointer_v<It> ? vector_elements<T> : 1, vectors_in_flight = 4;
+  __shared__ __align__(16) T values[tile];
+  const partial_op<Acc, Op> pop{op};
+  cuda_lane lane;
+  const std::int64_t stride = std::int64_t(gridDim.x) * Threads;
+  staged_tile next = load_staged_tile<Threads>(offsets, segments, std::int64_t(blockIdx.x) * Threads);
+  for (std::int64_t s0 = std::int64_t(blockIdx.x) * Threads; s0 < segments; s0 += stride) {
+    const staged_tile t = next;
+    const std::int64_t s = s0 + threadIdx.x;
+    // Stage from the 16-byte boundary at or before `first` (when that lies inside the array), so
+    // whole vectors load; values[i] is element origin + i.
+    std::int64_t lead = 0;
+    if constexpr (V > 1) {
+      lead = static_cast<std::int64_t>((reinterpret_cast<std::uintptr_t>(in + t.first) % 16) / sizeof(T));
+      if (lead > t.first) lead = 0;
+    }
+    const std::int64_t origin = t.first - lead, count = t.last - origin;
+    if (count <= tile) {  // the block's choice: stage, then a thread per segment
+      int whole = 0;  // whole vectors staged
+      if constexpr (V > 1) {
+        if (reinterpret_cast<std::uintptr_t>(in + origin) % 16 == 0) whole = static_cast<int>(count / V);
+        const auto* from = reinterpret_cast<const vector16<T>*>(in + origin);
+        auto* to = reinterpret_cast<vector16<T>*>(values);
+        for (int c = 0; c < whole; c += Threads * vectors_in_flight) {
+          vector16<T> staged[vectors_in_flight];
+#pragma unroll
+          for (int k = 0; k < vectors_in_flight; ++k) {
+            const int i = c + k * Threads + static_cast<int>(threadIdx.x);
+            if (i < whole) staged[k] = load_vector(from + i);
+          }
+#pragma unroll
+          for (int k = 0; k < vectors_in_flight; ++k) {
+            const int i = c + k * Threads + static_cast<int>(threadIdx.x);
+            if (i < whole) to[i] = staged[k];
+          }
+        }
+      }
+      for (int i = whole * V + static_cast<int>(threadIdx.x); i < count; i += Threads) values[i] = in[origin + i];
+      next = load_staged_tile<Threads>(offsets, segments, s0 + stride);  // in flight during the fold
+      __syncthreads();
+      typename P::type acc = P::empty();
+      for (int i = static_cast<int>(t.begin - origin); i < static_cast<int>(t.end - origin); ++i)
+        acc = pop(acc, P::of(static_cast<Acc>(values[i])));
+      if (s < segments) out[s] = P::finish(op, init, acc);
+      __syncthreads();
+    } else {  // long segments among them: a warp per segment, the longest queued
+      next = load_staged_tile<Threads>(offsets, segments, s0 + stride);
+      const std::int64_t last_segment = s0 + Threads < segments ? s0 + Threads : segments;
+      for (int k = 0; k < Threads; k += Threads / 32) {
+        const std::int64_t seg = s0 + k + lane.warp_id();
+        if (seg >= last_segment) break;  // whole warps
+        const std::int64_t b = static_cast<std::int64_t>(offsets[seg]), e = static_cast<std::int64_t>(offsets[seg + 1]);
+        int queued_here = 0;
+        if (capacity > 0 && e - b > long_segment_piece && lane.id() == 0)
+          queued_here = try_queue(queue, queued, capacity, piece_capacity, seg, b, e);
+        if (__shfl_sync(0xffffffffu, queued_here, 0) != 0) continue;
+        const auto r = group_fold<32, It, Acc>(lane, in, b, e, op);
+        if (lane.id() == 0) out[seg] = P::finish(op, init, r);
+      }
+    }
+  }
+}
+
 template <int G, class It, class Out, class OffIt, class Acc, class Op>
 cudaError_t launch_group_offsets(It in, Out out, std::int64_t segments, OffIt b, OffIt e, Op op, Acc init,
                                  long_queue* queue, long_segment* queued, std::int64_t capacity,
@@ -479,7 +580,14 @@ cudaError_t segmented_reduce(void* temp_storage, std::size_t& temp_bytes, It in,
     return e;
   const std::int64_t mean = n / segments;
   cudaError_t e;
-  if (mean <= 8) e = launch_group_offsets<1>(in, out, segments, begin_offsets, end_offsets, op, init, queue, queued, most_long, most_pieces, stream);
+  bool one_array = false;
+  if constexpr (std::is_pointer_v<OffIt>) one_array = end_offsets == begin_offsets + 1;
+  if (one_array && mean <= 64) {  // short segments in one array: staged through shared memory
+    constexpr int threads = staged_segment_threads;
+    staged_offset_segments_kernel<threads><<<grid_for(segments, threads, sm_count() * 16), threads, 0, stream>>>(
+        in, out, segments, begin_offsets, op, init, queue, queued, most_long, most_pieces);
+    e = cudaPeekAtLastError();
+  } else if (mean <= 8) e = launch_group_offsets<1>(in, out, segments, begin_offsets, end_offsets, op, init, queue, queued, most_long, most_pieces, stream);
   else if (mean <= 24) e = launch_group_offsets<4>(in, out, segments, begin_offsets, end_offsets, op, init, queue, queued, most_long, most_pieces, stream);
   else if (mean <= 48) e = launch_group_offsets<8>(in, out, segments, begin_offsets, end_offsets, op, init, queue, queued, most_long, most_pieces, stream);
   else if (mean <= 96) e = launch_group_offsets<16>(in, out, segments, begin_offsets, end_offsets, op, init, queue, queued, most_long, most_pieces, stream);
