@@ -353,6 +353,22 @@ TEST(CudaDeviceSegmented, OffsetsInOneArray) {
   for (std::size_t s = 0; s < want.size(); ++s) ASSERT_TRUE(got[s] == want[s]) << "mat2 segment " << s;
 }
 
+// Overlapping long segments (separate begin and end arrays) need more queue pieces than any
+// disjoint set: the reservations past the capacity are left unused and their groups fold them.
+TEST(CudaDeviceSegmented, OffsetsOverlappingLongSegmentsOverflowTheQueue) {
+  MR_REQUIRE_GPU();
+  const auto v = random_ints(1 << 22, seed_for("overlapping segments"));
+  dev<int> in(v);
+  mc::workspace ws;
+  std::vector<std::int64_t> b, e;
+  for (int i = 0; i < 100; ++i) b.push_back(5 + i), e.push_back(5 + i + (1 << 20));
+  b.push_back(7), e.push_back(7);  // and an empty one
+  dev<std::int64_t> d_b(b), d_e(e);
+  dev<long long> out(b.size());
+  ws.segmented_reduce(in.p, std::int64_t(v.size()), out.p, std::int64_t(b.size()), d_b.p, d_e.p, multireduce::sum{}, 1LL);
+  EXPECT_EQ(out.get(), reference_segments(v, b, e, multireduce::sum{}, 1LL));
+}
+
 TEST(CudaDeviceWindow, AllPathsAndOperators) {
   MR_REQUIRE_GPU();
   const auto v = random_floats(3'000'017, seed_for("window"));

@@ -19,11 +19,13 @@
 //    "staged": a block of 128 threads takes 128 consecutive segments, stages all their elements
 //    in shared memory (16-byte loads from the aligned boundary before the first, the next
 //    block's offsets loading meanwhile) and each thread folds its own segment there; a block
-//    whose segments span more than 8192 elements takes the group path below instead;
-//  - otherwise every segment up to 16384 elements is reduced by a group of G lanes, G chosen from
-//    the mean segment length; longer segments are queued instead;
-//  - queued segments are cut into 16384-element pieces spread over all blocks (load balance for
-//    skewed lengths); the last block to finish a segment folds its pieces in order.
+//    whose segments span more than 8192 elements takes a warp per segment instead (queueing the
+//    long ones as below);
+//  - otherwise every segment up to 2048 elements is reduced by a group of G lanes, G chosen from
+//    the mean segment length; longer segments are queued instead (one atomicAdd each);
+//  - queued segments are cut into pieces of up to 16384 elements, a block per piece, spread over
+//    all blocks (load balance for skewed lengths); the last block to finish a segment folds its
+//    pieces in order.
 // Non-commutative operators: lanes and threads take contiguous runs, folded in order.
 // Deterministic: partitions depend only on the arguments and the device's SM count.
 #pragma once
@@ -41,6 +43,9 @@ namespace detail {
 inline constexpr int segment_tile_max_length = 16;
 inline constexpr int segment_group_max_length = 2048;
 inline constexpr std::int64_t long_segment_piece = 16384;
+/// Offsets: segments longer than this are queued for the long-segment kernel (a block per piece)
+/// rather than folded by one group of lanes.
+inline constexpr std::int64_t long_segment_min = 2048;
 
 
 /// L <= 16: a block stages a tile of whole segments (up to BlockThreads * Items elements) in
@@ -262,19 +267,22 @@ struct long_queue {
   unsigned long long packed;
 };
 
-/// Appends a long segment unless the queue is full (then the caller reduces it itself).
+/// Appends a long segment unless the queue is full (then the caller reduces it itself). One
+/// atomicAdd reserves the slot and the pieces (a compare-and-swap loop here made many queueing
+/// warps retry one another: measured on the H200). A reservation past either capacity is left
+/// unused: its slot, if it exists, is marked with segment -1, and the long-segment kernel skips
+/// pieces that no written slot owns.
 __device__ inline bool try_queue(long_queue* queue, long_segment* queued, std::int64_t capacity,
                                  std::int64_t piece_capacity, std::int64_t s, std::int64_t begin, std::int64_t end) {
   const auto pieces = static_cast<unsigned long long>((end - begin + long_segment_piece - 1) / long_segment_piece);
-  unsigned long long old = queue->packed, seen;
-  do {
-    if (static_cast<std::int64_t>(old >> 32) >= capacity ||
-        static_cast<std::int64_t>((old & 0xffffffffull) + pieces) > piece_capacity)
-      return false;
-    seen = old;
-    old = atomicCAS(&queue->packed, seen, seen + (1ull << 32) + pieces);
-  } while (old != seen);
-  queued[old >> 32] = long_segment{s, begin, end, static_cast<std::int64_t>(old & 0xffffffffull)};
+  const unsigned long long old = atomicAdd(&queue->packed, (1ull << 32) + pieces);
+  const auto slot = static_cast<std::int64_t>(old >> 32), first_piece = static_cast<std::int64_t>(old & 0xffffffffull);
+  if (slot >= capacity) return false;
+  if (first_piece + static_cast<std::int64_t>(pieces) > piece_capacity) {
+    queued[slot] = long_segment{-1, 0, 0, first_piece};
+    return false;
+  }
+  queued[slot] = long_segment{s, begin, end, first_piece};
   return true;
 }
 
@@ -292,7 +300,7 @@ __global__ void __launch_bounds__(256)
     std::int64_t begin = 0, end = 0;
     if (s < segments) begin = static_cast<std::int64_t>(begin_offsets[s]), end = static_cast<std::int64_t>(end_offsets[s]);
     int queued_here = 0;
-    if (capacity > 0 && end - begin > long_segment_piece && (lane.id() & (G - 1)) == 0)
+    if (capacity > 0 && end - begin > long_segment_min && (lane.id() & (G - 1)) == 0)
       queued_here = try_queue(queue, queued, capacity, piece_capacity, s, begin, end);
     const bool is_long = __shfl_sync(0xffffffffu, queued_here, 0, G) != 0;
     const auto r = group_fold<G, It, Acc>(lane, in, begin, is_long ? begin : end, op);
@@ -303,14 +311,14 @@ __global__ void __launch_bounds__(256)
 template <int BlockThreads, class It, class Out, class Acc, class Op>
 __global__ void __launch_bounds__(BlockThreads)
     long_segments_kernel(It in, Out out, Op op, Acc init, const long_queue* queue, const long_segment* queued,
-                         unsigned* tickets, Acc* pieces) {
+                         std::int64_t capacity, std::int64_t piece_capacity, unsigned* tickets, Acc* pieces) {
   using P = partial<Acc, Op>;
   __shared__ block_reduce_storage<typename P::type, BlockThreads> storage;
   __shared__ bool is_last;
   cuda_lane lane;
   const unsigned long long packed = queue->packed;
-  const int count = static_cast<int>(packed >> 32);
-  const std::int64_t total = static_cast<std::int64_t>(packed & 0xffffffffull);
+  const int count = static_cast<int>(min(static_cast<long long>(packed >> 32), static_cast<long long>(capacity)));
+  const std::int64_t total = min(static_cast<std::int64_t>(packed & 0xffffffffull), piece_capacity);
   for (std::int64_t piece = blockIdx.x; piece < total; piece += gridDim.x) {
     int lo = 0, hi = count - 1;  // the last queued segment with first_piece <= piece
     while (lo < hi) {
@@ -320,6 +328,8 @@ __global__ void __launch_bounds__(BlockThreads)
     }
     const long_segment seg = queued[lo];
     const std::int64_t k = piece - seg.first_piece;
+    if (seg.segment < 0 || k >= (seg.end - seg.begin + long_segment_piece - 1) / long_segment_piece)
+      continue;  // a reservation left unused (block-uniform: every thread read the same slot)
     const std::int64_t begin = seg.begin + k * long_segment_piece;
     const std::int64_t end = begin + long_segment_piece < seg.end ? begin + long_segment_piece : seg.end;
     const auto r = block_fold<BlockThreads, It, Acc>(lane, in, begin, end, op, storage);
@@ -344,7 +354,7 @@ __global__ void __launch_bounds__(BlockThreads)
 /// Threads consecutive segments, one per thread, stages all their elements (up to
 /// staged_segment_elements) in shared memory with coalesced loads, 16 in flight per thread, and
 /// each thread folds its own segment there. A block whose segments span more falls back to a warp
-/// per segment from global memory, queueing those longer than long_segment_piece.
+/// per segment from global memory, queueing those longer than long_segment_min.
 inline constexpr int staged_segment_threads = 128;
 template <class T>
 inline constexpr int staged_segment_elements = int(32768 / sizeof(T)) < 8192 ? int(32768 / sizeof(T)) : 8192;
@@ -426,7 +436,7 @@ __global__ void __launch_bounds__(Threads)
         if (seg >= last_segment) break;  // whole warps
         const std::int64_t b = static_cast<std::int64_t>(offsets[seg]), e = static_cast<std::int64_t>(offsets[seg + 1]);
         int queued_here = 0;
-        if (capacity > 0 && e - b > long_segment_piece && lane.id() == 0)
+        if (capacity > 0 && e - b > long_segment_min && lane.id() == 0)
           queued_here = try_queue(queue, queued, capacity, piece_capacity, seg, b, e);
         if (__shfl_sync(0xffffffffu, queued_here, 0) != 0) continue;
         const auto r = group_fold<32, It, Acc>(lane, in, b, e, op);
@@ -557,9 +567,9 @@ cudaError_t segmented_reduce(void* temp_storage, std::size_t& temp_bytes, It in,
   if (segments < 0 || n < 0) return cudaErrorInvalidValue;
   // Disjoint segments have at most n / piece long ones and 2n / piece pieces; beyond that (only
   // possible with overlapping segments) a segment is reduced by its group directly.
-  std::int64_t most_long = n / long_segment_piece + 64;
+  std::int64_t most_long = n / long_segment_min + 64;
   if (most_long > segments) most_long = segments;
-  const std::int64_t most_pieces = 2 * (n / long_segment_piece) + 128;
+  const std::int64_t most_pieces = n / long_segment_piece + most_long + 64;
   const std::size_t queue_bytes = round_up(sizeof(long_queue));
   const std::size_t ticket_bytes_total = round_up(sizeof(unsigned) * std::size_t(most_long + 1));
   const std::size_t queued_bytes = round_up(sizeof(long_segment) * std::size_t(most_long + 1));
@@ -594,8 +604,8 @@ cudaError_t segmented_reduce(void* temp_storage, std::size_t& temp_bytes, It in,
   else e = launch_group_offsets<32>(in, out, segments, begin_offsets, end_offsets, op, init, queue, queued, most_long, most_pieces, stream);
   if (e != cudaSuccess) return e;
   constexpr int threads = 256;
-  long_segments_kernel<threads><<<sm_count() * 8, threads, 0, stream>>>(in, out, op, init, queue, queued, tickets,
-                                                                         pieces);
+  long_segments_kernel<threads><<<sm_count() * 8, threads, 0, stream>>>(in, out, op, init, queue, queued, most_long,
+                                                                         most_pieces, tickets, pieces);
   return cudaPeekAtLastError();
 }
 
