@@ -141,9 +141,17 @@ class workspace {
       return cuda::knn_hamming_batched(t, b, pairs, count, bytes, k, path, stream_);
     }, false);
   }
+  /// The default chunk of knn_hamming_streamed: rows of `bytes` in 256 MiB, or in a quarter of
+  /// the free GPU memory when that is less (two chunks are on the GPU at once).
+  static std::int64_t streamed_chunk_rows(int bytes) {
+    std::size_t free_bytes = 0, total = 0;
+    check(cudaMemGetInfo(&free_bytes, &total), "multireduce::cuda::workspace::streamed_chunk_rows");
+    const std::size_t budget = free_bytes / 4 < (std::size_t(256) << 20) ? free_bytes / 4 : std::size_t(256) << 20;
+    const auto rows = static_cast<std::int64_t>(budget / std::size_t(bytes > 0 ? bytes : 1));
+    return rows > 1 ? rows : 1;
+  }
   /// knn_hamming with the training set in host memory, of any size: it goes through the GPU
-  /// `chunk_rows` rows at a time (0: 256 MiB, or a quarter of the free GPU memory when that is
-  /// less), the copy of the next chunk overlapping the search of this one (two device buffers;
+  /// `chunk_rows` rows at a time (0: streamed_chunk_rows), the copy of the next chunk overlapping the search of this one (two device buffers;
   /// pageable rows are staged through two pinned buffers), and each chunk's neighbours are merged
   /// into idx/dist (knn_pair::merge), so the result is exactly knn_hamming's. A training set
   /// already on the device is searched in one go. Returns when done (synchronises the stream).
@@ -151,7 +159,9 @@ class workspace {
                             std::int64_t trains, int bytes, int k, std::int32_t* idx, std::int32_t* dist,
                             std::int64_t chunk_rows = 0, match_path path = match_path::automatic) {
     const std::string what = "multireduce::cuda::workspace::knn_hamming_streamed";
-    if (chunk_rows < 0 || trains < 0 || bytes <= 0 || bytes % 4 != 0 || bytes > detail::match_max_bytes)
+    std::size_t unused = 0;  // knn_hamming's own checks of the sizes (the rows' place does not matter)
+    if (chunk_rows < 0 ||
+        cuda::knn_hamming(nullptr, unused, query, queries, nullptr, trains, bytes, k, idx, dist, path) != cudaSuccess)
       throw error(cudaErrorInvalidValue, what + ": bad arguments");
     cudaPointerAttributes where{};
     check(cudaPointerGetAttributes(&where, train), what.c_str());
@@ -160,13 +170,7 @@ class workspace {
       check(cudaStreamSynchronize(stream_), what.c_str());
       return;
     }
-    if (chunk_rows == 0) {
-      std::size_t free_bytes = 0, total = 0;
-      check(cudaMemGetInfo(&free_bytes, &total), what.c_str());
-      const std::size_t budget = free_bytes / 4 < (std::size_t(256) << 20) ? free_bytes / 4 : std::size_t(256) << 20;
-      chunk_rows = static_cast<std::int64_t>(budget / std::size_t(bytes));
-      if (chunk_rows < 1) chunk_rows = 1;
-    }
+    if (chunk_rows == 0) chunk_rows = streamed_chunk_rows(bytes);
     if (chunk_rows > trains) chunk_rows = trains;
     const bool pinned = where.type == cudaMemoryTypeHost;
     const std::size_t chunk_bytes = std::size_t(chunk_rows) * std::size_t(bytes);

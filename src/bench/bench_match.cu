@@ -31,6 +31,20 @@ std::vector<std::uint8_t> random_bytes(std::size_t n, std::uint64_t seed) {
   return v;
 }
 
+/// Checks `check` queries of a search (from `query`; idx/dist on the device, check x k) against the
+/// CPU matcher; prints and returns false on a difference.
+bool verify_against_cpu(const char* what, const std::uint8_t* query, std::int64_t check, const std::uint8_t* train,
+                 std::int64_t trains, int bytes, int k, const std::int32_t* d_idx, const std::int32_t* d_dist) {
+  std::vector<std::int32_t> want_idx(std::size_t(check * k)), want_dist(want_idx.size()), got_idx(want_idx.size()),
+      got_dist(want_idx.size());
+  multireduce::cpu::knn_hamming(query, check, train, trains, bytes, k, want_idx.data(), want_dist.data());
+  MULTIREDUCE_BENCH_CHECK(cudaMemcpy(got_idx.data(), d_idx, got_idx.size() * 4, cudaMemcpyDeviceToHost));
+  MULTIREDUCE_BENCH_CHECK(cudaMemcpy(got_dist.data(), d_dist, got_dist.size() * 4, cudaMemcpyDeviceToHost));
+  if (got_idx == want_idx && got_dist == want_dist) return true;
+  std::printf("VERIFY FAILED %s\n", what);
+  return false;
+}
+
 bool run_batched(const options& opts, nlohmann::json& results);
 bool run_streamed(const options& opts, nlohmann::json& results);
 
@@ -52,31 +66,19 @@ int run_match(const options& opts, const device_info&, nlohmann::json& results) 
     dq.upload(query);
     dt.upload(train);
     device_buffer<std::int32_t> idx(std::size_t(c.queries * k)), dist(std::size_t(c.queries * k));
-    // The CPU reference for a sample of queries (the first 512 and the last 512).
-    const std::int64_t sample = std::min<std::int64_t>(512, c.queries);
-    std::vector<std::int32_t> want_idx(std::size_t(2 * sample * k)), want_dist(want_idx.size());
-    multireduce::cpu::knn_hamming(query.data(), sample, train.data(), c.trains, c.bytes, k, want_idx.data(),
-                                  want_dist.data());
-    multireduce::cpu::knn_hamming(query.data() + std::size_t(c.queries - sample) * std::size_t(c.bytes), sample,
-                                  train.data(), c.trains, c.bytes, k, want_idx.data() + sample * k,
-                                  want_dist.data() + sample * k);
+    const std::int64_t sample = std::min<std::int64_t>(512, c.queries), last = c.queries - sample;
     mc::workspace ws;
     for (auto path : {mc::match_path::tensor_core, mc::match_path::popcount}) {
       const char* name = path == mc::match_path::tensor_core ? "tensor_core" : "popcount";
       auto run = [&] { ws.knn_hamming(dq.data(), c.queries, dt.data(), c.trains, c.bytes, k, idx.data(), dist.data(), path); };
       idx.fill_bytes(0xff);
+      dist.fill_bytes(0xff);
       run();
-      const auto got_idx = idx.download(idx.size()), got_dist = dist.download(dist.size());
-      for (std::int64_t i = 0; i < 2 * sample * k; ++i) {
-        const std::int64_t at = i < sample * k ? i : (c.queries - sample) * k + (i - sample * k);
-        if (got_idx[std::size_t(at)] != want_idx[std::size_t(i)] || got_dist[std::size_t(at)] != want_dist[std::size_t(i)]) {
-          std::printf("VERIFY FAILED %s %lldx%lld %d bits at %lld: (%d, %d) vs (%d, %d)\n", name, (long long)c.queries,
-                      (long long)c.trains, c.bytes * 8, (long long)at, got_idx[std::size_t(at)], got_dist[std::size_t(at)],
-                      want_idx[std::size_t(i)], want_dist[std::size_t(i)]);
-          ok = false;
-          break;
-        }
-      }
+      // The first and the last 512 queries against the CPU matcher.
+      ok = verify_against_cpu(name, query.data(), sample, train.data(), c.trains, c.bytes, k, idx.data(), dist.data()) &&
+           verify_against_cpu(name, query.data() + last * c.bytes, sample, train.data(), c.trains, c.bytes, k,
+                       idx.data() + last * k, dist.data() + last * k) &&
+           ok;
       const int reps = c.queries * c.trains > (std::int64_t(1) << 30) ? std::min(opts.repetitions, 11) : opts.repetitions;
       const timing t = time_launches(run, std::min(opts.warmup, 2), reps);
       const double rate = double(c.queries) * double(c.trains) / (t.median_ms * 1e-3) / 1e12;
@@ -89,20 +91,6 @@ int run_match(const options& opts, const device_info&, nlohmann::json& results) 
   results["match"] = rows;
   if (!run_batched(opts, results) || !run_streamed(opts, results)) ok = false;
   return ok ? 0 : 1;
-}
-
-/// Checks the first `check` queries of a search (idx/dist on the device, queries x k) against the
-/// CPU matcher; prints and returns false on a difference.
-bool verify_head(const char* what, const std::uint8_t* query, std::int64_t check, const std::uint8_t* train,
-                 std::int64_t trains, int bytes, int k, const std::int32_t* d_idx, const std::int32_t* d_dist) {
-  std::vector<std::int32_t> want_idx(std::size_t(check * k)), want_dist(want_idx.size()), got_idx(want_idx.size()),
-      got_dist(want_idx.size());
-  multireduce::cpu::knn_hamming(query, check, train, trains, bytes, k, want_idx.data(), want_dist.data());
-  MULTIREDUCE_BENCH_CHECK(cudaMemcpy(got_idx.data(), d_idx, got_idx.size() * 4, cudaMemcpyDeviceToHost));
-  MULTIREDUCE_BENCH_CHECK(cudaMemcpy(got_dist.data(), d_dist, got_dist.size() * 4, cudaMemcpyDeviceToHost));
-  if (got_idx == want_idx && got_dist == want_dist) return true;
-  std::printf("VERIFY FAILED %s\n", what);
-  return false;
 }
 
 /// Many image pairs: 1000 pairs of 500..3000 ORB descriptors each (sizes from a fixed seed), k = 2,
@@ -142,7 +130,7 @@ bool run_batched(const options& opts, nlohmann::json& results) {
     dist.fill_bytes(0xff);
     run();
     for (std::int64_t i = 0, q0 = 0, t0 = 0; i < pairs && ok; q0 += nq[i], t0 += nt[i], ++i)
-      ok = verify_head(name, query.data() + q0 * bytes, std::min<std::int64_t>(8, nq[i]), train.data() + t0 * bytes, nt[i],
+      ok = verify_against_cpu(name, query.data() + q0 * bytes, std::min<std::int64_t>(8, nq[i]), train.data() + t0 * bytes, nt[i],
                        bytes, k, idx.data() + q0 * k, dist.data() + q0 * k);
     const timing t = time_launches(run, std::min(opts.warmup, 2), std::min(opts.repetitions, 21));
     const double rate = comparisons / (t.median_ms * 1e-3) / 1e12;
@@ -181,7 +169,7 @@ bool run_streamed(const options& opts, nlohmann::json& results) {
     idx.fill_bytes(0xff);
     dist.fill_bytes(0xff);
     run();
-    ok = ok && verify_head(name, query.data(), 256, train.data(), trains, bytes, k, idx.data(), dist.data());
+    ok = ok && verify_against_cpu(name, query.data(), 256, train.data(), trains, bytes, k, idx.data(), dist.data());
     const timing t = time_launches(run, 1, std::min(opts.repetitions, 5));
     const double rate = double(queries) * double(trains) / (t.median_ms * 1e-3) / 1e12;
     std::printf("%-28s %10.3f %12.3f\n", name, t.median_ms, rate);
@@ -211,8 +199,8 @@ int run_match_huge(const options& opts, nlohmann::json& results) {
     mc::workspace ws;
     const timing t = time_launches([&] { ws.knn_hamming(dq.data(), n, dt.data(), n, bytes, k, idx.data(), dist.data()); }, 0, 1);
     const bool verified =
-        verify_head("match-huge head", query.data(), 256, train.data(), n, bytes, k, idx.data(), dist.data()) &&
-        verify_head("match-huge tail", query.data() + (n - 256) * bytes, 256, train.data(), n, bytes, k,
+        verify_against_cpu("match-huge head", query.data(), 256, train.data(), n, bytes, k, idx.data(), dist.data()) &&
+        verify_against_cpu("match-huge tail", query.data() + (n - 256) * bytes, 256, train.data(), n, bytes, k,
                     idx.data() + (n - 256) * k, dist.data() + (n - 256) * k);
     ok = ok && verified;
     const double rate = double(n) * double(n) / (t.median_ms * 1e-3) / 1e12;

@@ -305,6 +305,13 @@ std::string gpu_match_unsupported_reason(int bytes, int device) {
 
 namespace {
 
+/// The first `count` values of a device array, on the host.
+std::vector<std::int32_t> download(const device_array<std::int32_t>& from, std::int64_t count) {
+  std::vector<std::int32_t> to(static_cast<std::size_t>(count));
+  cuda_check(cudaMemcpy(to.data(), from.p, to.size() * sizeof(std::int32_t), cudaMemcpyDeviceToHost), "downloading");
+  return to;
+}
+
 /// The streamed search (a training set that does not fit, or --train-chunk): only the queries and
 /// the outputs stay on the GPU; the training rows go through it train_chunk rows at a time
 /// (workspace::knn_hamming_streamed), and the cross-check's reverse search takes them as queries,
@@ -312,17 +319,11 @@ namespace {
 knn_output gpu_knn_streamed(const std::uint8_t* query, std::int64_t queries, const std::uint8_t* train,
                             std::int64_t trains, int bytes, int k, bool reverse, std::int64_t train_chunk) {
   knn_output r;
-  if (train_chunk <= 0) {
-    std::size_t free_bytes = 0, total = 0;
-    cuda_check(cudaMemGetInfo(&free_bytes, &total), "querying free memory");
-    const std::int64_t queries_bytes = queries * (bytes + 8 * k + 64);  // rows, outputs, partial lists
-    const std::int64_t left = static_cast<std::int64_t>(free_bytes) - queries_bytes;
-    train_chunk = std::max<std::int64_t>(1, std::min<std::int64_t>(left / 4, std::int64_t(256) << 20) / bytes);
-  }
-  train_chunk = std::min<std::int64_t>(train_chunk, std::max<std::int64_t>(trains, 1));
   device_array<std::uint8_t> dq(queries * bytes);
   device_array<std::int32_t> idx(queries * k), dist(queries * k);
   cuda_check(cudaMemcpy(dq.p, query, std::size_t(queries) * std::size_t(bytes), cudaMemcpyHostToDevice), "uploading the queries");
+  if (train_chunk <= 0) train_chunk = mc::workspace::streamed_chunk_rows(bytes);  // with the queries in place
+  train_chunk = std::min<std::int64_t>(train_chunk, std::max<std::int64_t>(trains, 1));
   mc::workspace ws;
   timer t;
   t.begin();
@@ -344,17 +345,15 @@ knn_output gpu_knn_streamed(const std::uint8_t* query, std::int64_t queries, con
       } catch (const mc::error& e) {
         throw std::runtime_error(std::string("GPU backend: searching back (cross-check): ") + e.what());
       }
-      cuda_check(cudaMemcpy(r.reverse_nearest.data() + first, nearest.p, std::size_t(rows) * sizeof(std::int32_t),
-                            cudaMemcpyDeviceToHost), "downloading");
+      const auto part = download(nearest, rows);
+      std::copy(part.begin(), part.end(), r.reverse_nearest.begin() + first);
     }
     r.device_bytes += 3 * std::min(trains, train_chunk) * bytes;
   }
   r.seconds = t.end();
   r.streamed_chunk = train_chunk;
-  r.idx.resize(std::size_t(queries * k));
-  r.dist.resize(r.idx.size());
-  cuda_check(cudaMemcpy(r.idx.data(), idx.p, r.idx.size() * sizeof(std::int32_t), cudaMemcpyDeviceToHost), "downloading");
-  cuda_check(cudaMemcpy(r.dist.data(), dist.p, r.dist.size() * sizeof(std::int32_t), cudaMemcpyDeviceToHost), "downloading");
+  r.idx = download(idx, queries * k);
+  r.dist = download(dist, queries * k);
   r.device_bytes += queries * bytes + 2 * queries * k * 4 + 2 * train_chunk * bytes;
   return r;
 }
@@ -397,15 +396,9 @@ knn_output gpu_knn(const std::uint8_t* query, std::int64_t queries, const std::u
                "searching back (cross-check)");
   r.seconds = t.end();
   cuda_check(cudaGetLastError(), "running the search");
-  r.idx.resize(std::size_t(queries * k));
-  r.dist.resize(r.idx.size());
-  cuda_check(cudaMemcpy(r.idx.data(), idx.p, r.idx.size() * sizeof(std::int32_t), cudaMemcpyDeviceToHost), "downloading");
-  cuda_check(cudaMemcpy(r.dist.data(), dist.p, r.dist.size() * sizeof(std::int32_t), cudaMemcpyDeviceToHost), "downloading");
-  if (reverse) {
-    r.reverse_nearest.resize(std::size_t(trains));
-    cuda_check(cudaMemcpy(r.reverse_nearest.data(), rev_idx.p, r.reverse_nearest.size() * sizeof(std::int32_t),
-                          cudaMemcpyDeviceToHost), "downloading");
-  }
+  r.idx = download(idx, queries * k);
+  r.dist = download(dist, queries * k);
+  if (reverse) r.reverse_nearest = download(rev_idx, trains);
   r.device_bytes = (queries + trains) * bytes + 2 * queries * k * 4 + (reverse ? 2 * trains * 4 : 0) +
                    std::int64_t(storage_bytes);
   return r;

@@ -185,8 +185,8 @@ __device__ __forceinline__ void slice_rows(std::int64_t trains, int slice, int s
 
 // ---- CUDA-core popcount path (the paper's kernel) -----------------------------------------------
 
-/// Block: 256 threads = 256 queries (blockIdx.x), training slice blockIdx.y. Lane i of a group of
-/// 8 holds words i, i+8, ... (M per query) of the group's 8 queries.
+/// Block: 256 threads = 256 queries of one search, one training slice (locate_block). Lane i of a
+/// group of 8 holds words i, i+8, ... (M per query) of the group's 8 queries.
 template <int M, int Kcap, bool Batch>
 __global__ void __launch_bounds__(popcount_block_threads)
     knn_popcount_kernel(const __grid_constant__ knn_launch launch, int words) {
@@ -451,18 +451,25 @@ inline bool valid_knn_pair(const knn_pair& p) {
          (p.trains == 0 || p.queries == 0 || reinterpret_cast<std::uintptr_t>(p.train) % 4 == 0);
 }
 
-/// The kernel a configuration launches for one search: its blocks resident per SM.
-template <int Kcap>
-cudaError_t tensor_blocks_per_sm(const knn_config& c, int& per_sm) {
-  auto query = [&](auto kernel) { return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, tensor_block_threads, 0); };
-  if (c.m_tiles == 4 && c.units == 1 && Kcap == 2) return query(knn_tensor_kernel<1, 2, 4, false>);
-  if (c.m_tiles == 4 && c.units == 2 && Kcap == 2) return query(knn_tensor_kernel<2, 2, 4, false>);
-  constexpr int Mt = Kcap <= 2 ? 2 : 1;
+/// The search kernel a configuration launches (all share one signature), and its block size.
+struct knn_kernel_choice {
+  void (*kernel)(knn_launch, int);
+  int threads;
+};
+template <int Kcap, bool Batch>
+knn_kernel_choice knn_kernel_for(const knn_config& c) {
+  auto pick = [&](auto units) -> knn_kernel_choice {
+    constexpr int U = decltype(units)::value;
+    if (c.tensor && c.m_tiles == 4 && U <= 2 && Kcap == 2)
+      return {knn_tensor_kernel<U <= 2 ? U : 2, 2, 4, Batch>, tensor_block_threads};
+    if (c.tensor) return {knn_tensor_kernel<U, Kcap, Kcap <= 2 ? 2 : 1, Batch>, tensor_block_threads};
+    return {knn_popcount_kernel<U, Kcap, Batch>, popcount_block_threads};
+  };
   switch (c.units) {
-    case 1: return query(knn_tensor_kernel<1, Kcap, Mt, false>);
-    case 2: return query(knn_tensor_kernel<2, Kcap, Mt, false>);
-    case 3: return query(knn_tensor_kernel<3, Kcap, Mt, false>);
-    default: return query(knn_tensor_kernel<4, Kcap, Mt, false>);
+    case 1: return pick(std::integral_constant<int, 1>{});
+    case 2: return pick(std::integral_constant<int, 2>{});
+    case 3: return pick(std::integral_constant<int, 3>{});
+    default: return pick(std::integral_constant<int, 4>{});
   }
 }
 
@@ -494,9 +501,11 @@ inline cudaError_t configure_knn(const knn_pair* pairs, int count, int bytes, in
   for (int i = 0; i < count; ++i) c.searches += pairs[i].queries > 0;
   c.resident = 0;
   if (c.tensor && c.searches == 1) {
+    const knn_kernel_choice lone = c.kcap <= 2 ? knn_kernel_for<2, false>(c) : knn_kernel_for<8, false>(c);
     int per_sm = 0;
-    const cudaError_t e = c.kcap <= 2 ? tensor_blocks_per_sm<2>(c, per_sm) : tensor_blocks_per_sm<8>(c, per_sm);
-    if (e != cudaSuccess) return e;
+    if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, lone.kernel, lone.threads, 0);
+        e != cudaSuccess)
+      return e;
     c.resident = std::int64_t(per_sm) * sm_count();
   }
   return cudaSuccess;
@@ -544,26 +553,11 @@ inline knn_pair_plan plan_knn_pair(const knn_config& c, const knn_pair& p) {
 template <int Kcap>
 void launch_knn_kernels(const knn_config& c, const knn_launch& launch, int blocks, int words, int k,
                         std::int64_t most_queries, cudaStream_t stream) {
-  auto run = [&](auto units, auto batch) {
-    constexpr int U = decltype(units)::value;
-    constexpr bool B = decltype(batch)::value;
-    const dim3 grid = B ? dim3(blocks) : dim3(launch.problem[0].query_blocks, launch.problem[0].slices);
-    if (c.tensor && c.m_tiles == 4 && U <= 2 && Kcap == 2)
-      knn_tensor_kernel<U <= 2 ? U : 2, 2, 4, B><<<grid, tensor_block_threads, 0, stream>>>(launch, words);
-    else if (c.tensor)
-      knn_tensor_kernel<U, Kcap, Kcap <= 2 ? 2 : 1, B><<<grid, tensor_block_threads, 0, stream>>>(launch, words);
-    else knn_popcount_kernel<U, Kcap, B><<<grid, popcount_block_threads, 0, stream>>>(launch, words);
-  };
-  auto by_units = [&](auto batch) {
-    switch (c.units) {
-      case 1: run(std::integral_constant<int, 1>{}, batch); break;
-      case 2: run(std::integral_constant<int, 2>{}, batch); break;
-      case 3: run(std::integral_constant<int, 3>{}, batch); break;
-      default: run(std::integral_constant<int, 4>{}, batch); break;
-    }
-  };
-  if (launch.count > 1) by_units(std::true_type{});
-  else by_units(std::false_type{});
+  // One search: a (query blocks, slices) grid; several: a 1-D grid and the table search.
+  const bool batch = launch.count > 1;
+  const knn_kernel_choice search = batch ? knn_kernel_for<Kcap, true>(c) : knn_kernel_for<Kcap, false>(c);
+  const dim3 grid = batch ? dim3(blocks) : dim3(launch.problem[0].query_blocks, launch.problem[0].slices);
+  search.kernel<<<grid, search.threads, 0, stream>>>(launch, words);
   const int threads = 256;
   const std::int64_t x = (most_queries + threads - 1) / threads;
   knn_finish_kernel<Kcap><<<dim3(static_cast<unsigned>(x < 1 ? 1 : x > 65535 ? 65535 : x), launch.count), threads, 0,

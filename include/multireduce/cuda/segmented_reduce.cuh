@@ -286,6 +286,23 @@ __device__ inline bool try_queue(long_queue* queue, long_segment* queued, std::i
   return true;
 }
 
+/// A group of G lanes reduces segment s = [begin, end) into out[s], or queues it for the
+/// long-segment kernel when it is longer than long_segment_min. valid: s is a segment (groups
+/// past the last one still take part in the shuffles).
+template <int G, class It, class Out, class Acc, class Op>
+__device__ __forceinline__ void fold_or_queue(cuda_lane& lane, It in, Out out, std::int64_t s, bool valid,
+                                              std::int64_t begin, std::int64_t end, const Op& op, const Acc& init,
+                                              long_queue* queue, long_segment* queued, std::int64_t capacity,
+                                              std::int64_t piece_capacity) {
+  const bool leader = (lane.id() & (G - 1)) == 0;
+  int queued_here = 0;
+  if (valid && capacity > 0 && end - begin > long_segment_min && leader)
+    queued_here = try_queue(queue, queued, capacity, piece_capacity, s, begin, end);
+  const bool is_long = __shfl_sync(0xffffffffu, queued_here, 0, G) != 0;
+  const auto r = group_fold<G, It, Acc>(lane, in, begin, is_long ? begin : end, op);
+  if (valid && !is_long && leader) out[s] = partial<Acc, Op>::finish(op, init, r);
+}
+
 template <int G, class It, class Out, class OffIt, class Acc, class Op>
 __global__ void __launch_bounds__(256)
     group_offset_segments_kernel(It in, Out out, std::int64_t segments, OffIt begin_offsets, OffIt end_offsets,
@@ -299,12 +316,7 @@ __global__ void __launch_bounds__(256)
     const std::int64_t s = base + (group - warp_first);
     std::int64_t begin = 0, end = 0;
     if (s < segments) begin = static_cast<std::int64_t>(begin_offsets[s]), end = static_cast<std::int64_t>(end_offsets[s]);
-    int queued_here = 0;
-    if (capacity > 0 && end - begin > long_segment_min && (lane.id() & (G - 1)) == 0)
-      queued_here = try_queue(queue, queued, capacity, piece_capacity, s, begin, end);
-    const bool is_long = __shfl_sync(0xffffffffu, queued_here, 0, G) != 0;
-    const auto r = group_fold<G, It, Acc>(lane, in, begin, is_long ? begin : end, op);
-    if (s < segments && !is_long && (lane.id() & (G - 1)) == 0) out[s] = partial<Acc, Op>::finish(op, init, r);
+    fold_or_queue<G>(lane, in, out, s, s < segments, begin, end, op, init, queue, queued, capacity, piece_capacity);
   }
 }
 
@@ -328,12 +340,12 @@ __global__ void __launch_bounds__(BlockThreads)
     }
     const long_segment seg = queued[lo];
     const std::int64_t k = piece - seg.first_piece;
-    if (seg.segment < 0 || k >= (seg.end - seg.begin + long_segment_piece - 1) / long_segment_piece)
+    const std::int64_t piece_count = (seg.end - seg.begin + long_segment_piece - 1) / long_segment_piece;
+    if (seg.segment < 0 || k >= piece_count)
       continue;  // a reservation left unused (block-uniform: every thread read the same slot)
     const std::int64_t begin = seg.begin + k * long_segment_piece;
     const std::int64_t end = begin + long_segment_piece < seg.end ? begin + long_segment_piece : seg.end;
     const auto r = block_fold<BlockThreads, It, Acc>(lane, in, begin, end, op, storage);
-    const std::int64_t piece_count = (seg.end - seg.begin + long_segment_piece - 1) / long_segment_piece;
     if (threadIdx.x == 0) {
       pieces[piece] = P::value(r);  // pieces are never empty
       __threadfence();
@@ -434,13 +446,8 @@ __global__ void __launch_bounds__(Threads)
       for (int k = 0; k < Threads; k += Threads / 32) {
         const std::int64_t seg = s0 + k + lane.warp_id();
         if (seg >= last_segment) break;  // whole warps
-        const std::int64_t b = static_cast<std::int64_t>(offsets[seg]), e = static_cast<std::int64_t>(offsets[seg + 1]);
-        int queued_here = 0;
-        if (capacity > 0 && e - b > long_segment_min && lane.id() == 0)
-          queued_here = try_queue(queue, queued, capacity, piece_capacity, seg, b, e);
-        if (__shfl_sync(0xffffffffu, queued_here, 0) != 0) continue;
-        const auto r = group_fold<32, It, Acc>(lane, in, b, e, op);
-        if (lane.id() == 0) out[seg] = P::finish(op, init, r);
+        fold_or_queue<32>(lane, in, out, seg, true, static_cast<std::int64_t>(offsets[seg]),
+                          static_cast<std::int64_t>(offsets[seg + 1]), op, init, queue, queued, capacity, piece_capacity);
       }
     }
   }
