@@ -2,16 +2,18 @@
 //
 // out[i] = op(init, in[i] op in[i+1] op ... op in[i+W-1]) for i in [0, n-W]: NumPy's
 // sliding_window_view(x, W).<op>(-1). Operators need no inverse (max and min work), so this is not
-// a difference of prefix sums. The method is van Herk / Gil-Werman: cut the input into chunks of W;
-// S[r] = fold from r to the end of r's chunk (a suffix scan), P[r] = fold from the start of r's
-// chunk to r (a prefix scan); then every window is op(S[i], P[i+W-1]) -- 3 operator applications
-// per element whatever W is, and the operand order is kept, so non-commutative operators work.
-//  - W <= 2048, "tile": a block stages 8192 consecutive inputs in shared memory (coalesced, all
-//    loads in flight at once); each thread takes 16 consecutive ones, scans P within them and
-//    reads its two runs off it (from its last chunk start; up to its first chunk end); the carries
-//    between threads come from warp shuffles and a scan of the warps (two barriers); each thread
-//    writes its P and S to shared memory, and the 8193-W windows op(S[i], P[i+W-1]) leave as
-//    coalesced stores. Accumulators wider than 8 bytes get smaller tiles (and a lower W limit).
+// a difference of prefix sums. The method is van Herk / Gil-Werman, blocked: cut the input into
+// blocks of B < W; S = suffix folds within each block, P = prefix folds within each block, A = the
+// blocks' folds; a window starting in block b and ending in block c is
+//     op(S[i], A[b+1] op ... op A[c-1], P[i+W-1])
+// (operands in array order, so non-commutative operators work).
+//  - W <= 2048, "tile" (window_tile_kernel): a block of 512 threads takes 8192 consecutive inputs,
+//    16 per thread in registers (16-byte loads). B is the largest power of two below W, at most 16,
+//    so block boundaries are compile-time (no selects per element): S stays in registers, P goes
+//    to shared memory. For W <= 32 the middle is nothing or one block; for longer windows it is
+//    itself a window over the threads' folds, done the same way with groups of warp lanes (warp
+//    shuffles). Windows leave through shared memory as coalesced 16-byte stores. Two barriers per
+//    tile. Accumulators wider than 8 bytes get fewer items per thread (and a lower W limit).
 //  - W > 2048, "doubling": windows of 2^k elements are doubled in place over global memory and
 //    combined along W's binary digits (2 log2 W elementwise passes; correct for any W, slower).
 #pragma once
@@ -25,189 +27,308 @@
 namespace multireduce::cuda {
 namespace detail {
 
-inline constexpr int window_tile_threads = 512;
-/// Items per thread: 16 (an 8192-input tile) for accumulators up to 8 bytes, fewer for wider ones
-/// so that the tile's two arrays stay within shared memory; none past 64 bytes (no tile kernel).
+/// The tile kernel's shape for an accumulator type: Threads x Items consecutive inputs per tile at
+/// most, fewer items (and threads) for wide accumulators so that the tile fits in shared memory;
+/// none past 64 bytes.
 template <class Acc>
-inline constexpr int window_tile_items = sizeof(Acc) <= 8 ? 16 : sizeof(Acc) <= 16 ? 8 : sizeof(Acc) <= 32 ? 4 : sizeof(Acc) <= 64 ? 2 : 0;
-template <class Acc>
-inline constexpr int window_tile_inputs = window_tile_threads * window_tile_items<Acc>;
-/// The longest window of the tile kernel: a quarter of the tile (at most 1/3 of the loads repeat).
-template <class Acc>
-inline constexpr std::int64_t window_tile_max = window_tile_inputs<Acc> / 4;
-
-/// A run of a segmented scan: its fold, and whether a segment boundary lies inside it (then the
-/// fold starts at that boundary and nothing before it matters).
-template <class Acc>
-struct scan_run {
-  Acc value;
-  bool cut;
+struct window_tile_shape {
+  static constexpr int threads = sizeof(Acc) <= 16 ? 512 : 256;
+  static constexpr int items = sizeof(Acc) <= 8 ? 16 : sizeof(Acc) <= 16 ? 8 : sizeof(Acc) <= 32 ? 4 : sizeof(Acc) <= 64 ? 2 : 0;
+  static constexpr int inputs = threads * items;
+  /// The longest window of the tile kernel: a quarter of the tile (at most 1/3 of the loads repeat).
+  static constexpr std::int64_t max_window = inputs / 4;
 };
 
-/// The run `near` extended by the run `far` beyond it, for a scan in direction Forward: far after
-/// near when forward, far before near when backward (operands keep the array order).
-template <bool Forward, class Acc, class Op>
-__device__ __forceinline__ scan_run<Acc> extend_run(const scan_run<Acc>& far, const scan_run<Acc>& near, const Op& op) {
-  if (near.cut) return near;
-  return scan_run<Acc>{Forward ? op(far.value, near.value) : op(near.value, far.value), far.cut};
-}
+/// The widest load of a thread's run of Items elements of T: 16 bytes, or the whole run if it is
+/// shorter (8 or 4 bytes); 0 when the run cannot be loaded in words.
+template <class T, int Items>
+inline constexpr int run_vector_bytes = (16 % sizeof(T) != 0) ? 0
+                                        : Items * int(sizeof(T)) >= 16 ? 16
+                                        : (Items * int(sizeof(T)) == 8 || Items * int(sizeof(T)) == 4) ? Items * int(sizeof(T))
+                                                                                                        : 0;
+template <int Bytes>
+using raw_vector = std::conditional_t<Bytes == 16, uint4, std::conditional_t<Bytes == 8, uint2, unsigned>>;
 
-/// The carries of a block-wide segmented scan in both directions, one run per thread: the runs of
-/// all threads before this one folded back to the nearest cut (forward), and of all threads after
-/// it (backward). has_forward / has_backward: false for the first thread in that scan order.
-/// Warp shuffles within warps; warp 0 and warp 1 scan the warps' runs; two barriers.
-template <int BlockThreads, class Acc, class Op>
-__device__ __forceinline__ void block_segmented_carries(cuda_lane& lane, scan_run<Acc> forward, scan_run<Acc> backward,
-                                                        const Op& op, scan_run<Acc>* forward_runs,
-                                                        scan_run<Acc>* backward_runs, bool& has_forward,
-                                                        Acc& forward_carry, bool& has_backward, Acc& backward_carry) {
-  constexpr int warps = BlockThreads / 32;
-  static_assert(warps >= 2 && warps <= 32, "two to 32 warps");
-  constexpr unsigned all = 0xffffffffu;
-  const int id = lane.id(), warp = lane.warp_id();
+/// Loads a thread's Items consecutive inputs in[base + first + j] as Acc, in vectors when the
+/// input is a suitably aligned pointer and the run is whole; positions at or past `count`
+/// (relative to base) get a copy of the last input (no window that is written reads them).
+template <int Items, class It, class Acc>
+__device__ __forceinline__ void load_items(It in, std::int64_t base, int first, int count, Acc (&x)[Items]) {
+  if constexpr (std::is_pointer_v<It>) {
+    using T = std::remove_cv_t<std::remove_pointer_t<It>>;
+    constexpr int bytes = run_vector_bytes<T, Items>;
+    if constexpr (bytes > 0) {
+      constexpr int per = bytes / int(sizeof(T));
+      using R = raw_vector<bytes>;
+      const T* p = in + base + first;
+      if (first + Items <= count && reinterpret_cast<std::uintptr_t>(p) % bytes == 0) {
+        R v[Items / per];
 #pragma unroll
-  for (int d = 1; d < 32; d *= 2) {  // inclusive scans within the warp
-    const scan_run<Acc> before{shuffle_up(lane, forward.value, d, 32), __shfl_up_sync(all, forward.cut, d) != 0};
-    const scan_run<Acc> after{shuffle_down(lane, backward.value, d, 32), __shfl_down_sync(all, backward.cut, d) != 0};
-    if (id >= d) forward = extend_run<true>(before, forward, op);
-    if (id + d < 32) backward = extend_run<false>(after, backward, op);
-  }
-  const scan_run<Acc> lane_forward{shuffle_up(lane, forward.value, 1, 32), __shfl_up_sync(all, forward.cut, 1) != 0};
-  const scan_run<Acc> lane_backward{shuffle_down(lane, backward.value, 1, 32),
-                                    __shfl_down_sync(all, backward.cut, 1) != 0};
-  if (id == 31) forward_runs[warp] = forward;
-  if (id == 0) backward_runs[warp] = backward;
-  __syncthreads();
-  if (warp < 2) {  // warp 0: exclusive forward scan of the warps' runs; warp 1: backward
-    const bool fw = warp == 0;
-    scan_run<Acc> run = id < warps ? (fw ? forward_runs[id] : backward_runs[id]) : scan_run<Acc>{Acc{}, true};
+        for (int u = 0; u < Items / per; ++u) v[u] = __ldg(reinterpret_cast<const R*>(p) + u);
 #pragma unroll
-    for (int d = 1; d < warps; d *= 2) {
-      const scan_run<Acc> before{shuffle_up(lane, run.value, d, 32), __shfl_up_sync(all, run.cut, d) != 0};
-      const scan_run<Acc> after{shuffle_down(lane, run.value, d, 32), __shfl_down_sync(all, run.cut, d) != 0};
-      if (fw && id >= d) run = extend_run<true>(before, run, op);
-      if (!fw && id + d < warps) run = extend_run<false>(after, run, op);
+        for (int u = 0; u < Items / per; ++u) {
+          T e[per];
+          std::memcpy(e, &v[u], bytes);
+#pragma unroll
+          for (int k = 0; k < per; ++k) x[u * per + k] = static_cast<Acc>(e[k]);
+        }
+        return;
+      }
     }
-    const scan_run<Acc> before{shuffle_up(lane, run.value, 1, 32), __shfl_up_sync(all, run.cut, 1) != 0};
-    const scan_run<Acc> after{shuffle_down(lane, run.value, 1, 32), __shfl_down_sync(all, run.cut, 1) != 0};
-    if (fw && id >= 1 && id < warps) forward_runs[id] = before;          // now: the carry into warp id
-    if (!fw && id + 1 < warps) backward_runs[id] = after;
   }
-  __syncthreads();
-  if (id == 0) {
-    has_forward = warp > 0;
-    if (has_forward) forward_carry = forward_runs[warp].value;
-  } else {
-    has_forward = true;
-    forward_carry = warp > 0 ? extend_run<true>(forward_runs[warp], lane_forward, op).value : lane_forward.value;
-  }
-  if (id == 31) {
-    has_backward = warp + 1 < warps;
-    if (has_backward) backward_carry = backward_runs[warp].value;
-  } else {
-    has_backward = true;
-    backward_carry =
-        warp + 1 < warps ? extend_run<false>(backward_runs[warp], lane_backward, op).value : lane_backward.value;
+#pragma unroll
+  for (int j = 0; j < Items; ++j) {
+    const int i = first + j < count ? first + j : count - 1;
+    x[j] = static_cast<Acc>(in[base + i]);
   }
 }
 
-/// Shared memory of the tile kernel, padded one word per 32 so that a thread's 16 consecutive
-/// elements are conflict-free: the staged inputs (then S), P, and the warps' runs.
-template <class Acc>
+/// Stores y[j] to out[base + first + j] for first + j < count, in vectors when `out` is a
+/// suitably aligned pointer to an arithmetic type and the run is whole.
+template <int Items, class Out, class Acc>
+__device__ __forceinline__ void store_items(Out out, std::int64_t base, int first, int count, const Acc (&y)[Items]) {
+  if constexpr (std::is_pointer_v<Out>) {
+    using T = std::remove_pointer_t<Out>;
+    constexpr int bytes = std::is_arithmetic_v<T> ? run_vector_bytes<T, Items> : 0;
+    if constexpr (bytes > 0) {
+      constexpr int per = bytes / int(sizeof(T));
+      using R = raw_vector<bytes>;
+      T* p = out + base + first;
+      if (first + Items <= count && reinterpret_cast<std::uintptr_t>(p) % bytes == 0) {
+#pragma unroll
+        for (int u = 0; u < Items / per; ++u) {
+          T e[per];
+#pragma unroll
+          for (int k = 0; k < per; ++k) e[k] = static_cast<T>(y[u * per + k]);
+          R v;
+          std::memcpy(&v, e, bytes);
+          reinterpret_cast<R*>(p)[u] = v;
+        }
+        return;
+      }
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < Items; ++j)
+    if (first + j < count) out[base + first + j] = y[j];
+}
+
+/// The output type of the tile kernel when it is a pointer to an arithmetic type whose runs of
+/// Items fill whole 16-byte chunks: then windows leave through shared memory as coalesced 16-byte
+/// stores. Otherwise void (each thread stores its own windows).
+template <class Out, int Items>
+using window_staged_t = std::conditional_t<
+    std::is_pointer_v<Out> && std::is_arithmetic_v<std::remove_pointer_t<std::conditional_t<std::is_pointer_v<Out>, Out, int*>>> &&
+        (Items * sizeof(std::remove_pointer_t<std::conditional_t<std::is_pointer_v<Out>, Out, int*>>)) % 16 == 0,
+    std::remove_pointer_t<std::conditional_t<std::is_pointer_v<Out>, Out, int*>>, void>;
+
+/// Where 16-byte chunk m of a staged tile lives: an XOR swizzle that keeps both a thread's
+/// consecutive chunks and consecutive threads' chunks in distinct banks.
+__device__ __forceinline__ int staged_slot(int m) { return m ^ ((m >> 3) & 7); }
+
+/// Shared memory of the tile kernel: every thread's prefix folds P for the whole tile (padded one
+/// word per 32: a thread's Items consecutive entries, and a stride-Items walk across a warp, are
+/// conflict-free), the threads' folds A, van Herk's scans over them within groups of lanes and
+/// the groups' folds, and the staged windows. One of each: a tile writes P and A before its first barrier, after every thread has
+/// passed the previous tile's last read of them.
+template <class Acc, int Threads, int Items, class Staged>
 struct window_tile_storage {
-  Acc suffix[window_tile_inputs<Acc> + window_tile_inputs<Acc> / 32];
-  Acc prefix[window_tile_inputs<Acc> + window_tile_inputs<Acc> / 32];
-  scan_run<Acc> forward_runs[window_tile_threads / 32];
-  scan_run<Acc> backward_runs[window_tile_threads / 32];
+  static constexpr int staged_chunks = std::is_void_v<Staged> ? 1 : Threads * Items * int(sizeof(std::conditional_t<std::is_void_v<Staged>, char, Staged>)) / 16;
+  Acc prefix[Threads * Items + Threads * Items / 32];
+  Acc aggregate[Threads];
+  Acc aggregate_prefix[Threads];
+  Acc aggregate_suffix[Threads];
+  Acc group_aggregate[Threads];
+  uint4 staged[staged_chunks];
 };
 
-template <class It, class Out, class Acc, class Op>
-__global__ void __launch_bounds__(window_tile_threads, sizeof(Acc) <= 4 ? 2 : 1)
-    window_tile_kernel(It in, std::int64_t n, std::int64_t window, Out out, Op op, Acc init, bool apply_init) {
-  constexpr int items = window_tile_items<Acc>, threads = window_tile_threads, tile_inputs = window_tile_inputs<Acc>;
+/// van Herk's block length for window W: the largest power of two below W, at most MaxItems (a
+/// thread's items are whole blocks), so that every window ends in a later block than it starts;
+/// W = 1 copies.
+template <int MaxItems>
+inline int window_block_for(std::int64_t window) {
+  int block = MaxItems;
+  while (block > 1 && block >= window) block /= 2;
+  return window == 1 ? MaxItems : block;
+}
+
+/// One tile: outputs [o0, o0 + per_tile) from inputs [o0, o0 + Threads * Items). Thread t holds
+/// inputs [Items t, Items t + Items) in registers (vector loads), cut into blocks of Block (a
+/// power of two below W). It turns them into the blocks' suffix folds S; the prefix folds P go to
+/// shared memory, and so does its first block's fold. Window i starts in block b and, because
+/// Block < W, ends in a later block c:
+///     window(i) = S[i]  op  A_{b+1} op ... op A_{c-1}  op  P[i + W - 1]
+/// with A the blocks' folds and c = b + q or b + q + 1 (q = (W-1) / Block; the second for
+/// offsets in the block from split = Block - (W-1) % Block on). Block < Items only when W <= 2
+/// Block, so q = 1: the middle is nothing or the next block's fold, in this thread's registers or
+/// the next thread's first. Block = Items allows any q: the middle folds of q-1 and q blocks come
+/// from van Herk again over the threads' folds, with groups of lanes (a power of two below q-1, at
+/// most 32) scanned by warp shuffles and the groups' folds in shared memory. Block boundaries are
+/// compile-time, so there are no selects per element, and every operand is in array order
+/// (non-commutative operators work). Two barriers per tile: P and A are ready; P and A are read
+/// (and the windows staged for coalesced stores).
+template <int Threads, int Items, int Block, class It, class Out, class Acc, class Op>
+__global__ void __launch_bounds__(Threads, Threads <= 1024 / 2 ? 1024 / Threads : 1)
+    window_tile_kernel(It in, std::int64_t n, std::int64_t window, Out out, Op op, Acc init, bool apply_init, int per_tile) {
+  constexpr int tile_inputs = Threads * Items, blocks_per_thread = Items / Block;
+  static_assert(32 % Items == 0 && Items % Block == 0, "a thread's items share one padding word and hold whole blocks");
+  using Staged = window_staged_t<Out, Items>;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
-  auto& s = *reinterpret_cast<window_tile_storage<Acc>*>(shared_bytes);
+  auto& s = *reinterpret_cast<window_tile_storage<Acc, Threads, Items, Staged>*>(shared_bytes);
   cuda_lane lane;
   const int w = static_cast<int>(window);
   const std::int64_t outputs = n - window + 1;
-  const int per_tile = tile_inputs - w + 1;
-  const int first = threadIdx.x * items;  // this thread's positions in the tile: [first, first + items)
-  static_assert(32 % items == 0, "a thread's items share one padding word");
-  const int mine = padded(first);                 // where they are in shared memory
-  const int coalesced = padded(threadIdx.x);      // position threadIdx.x + k * threads ...
-  constexpr int padded_stride = threads + threads / 32;  // ... is coalesced + k * padded_stride
-  // Chunks start at multiples of w from the tile's start: which of this thread's items start a
-  // chunk, and which end one (bit j: item j).
-  unsigned starts = 0, ends = 0;
-  for (int j = 0, phase = first % w; j < items; ++j, phase = phase + 1 == w ? 0 : phase + 1) {
-    if (phase == 0) starts |= 1u << j;
-    if (phase == w - 1) ends |= 1u << j;
-  }
-  const int out_phase = static_cast<int>(threadIdx.x) % w, out_step = threads % w;  // output i's place in its chunk
+  const int t = static_cast<int>(threadIdx.x);
+  const int first = t * Items;     // this thread's positions in the tile: [first, first + Items)
+  const int mine = padded(first);  // where its prefix folds are in shared memory
+  const int q = (w - 1) / Block;              // a window starting in block b ends in block b + q ...
+  const int split = Block - (w - 1) % Block;  // ... or, from this offset in block b on, in b + q + 1
+  // Middles of q-1 > 1 thread folds: van Herk again over the threads' folds, with groups of
+  // `group` lanes (a power of two below q-1, at most a warp), scanned with warp shuffles.
+  int group = 32;
+  while (group > 1 && group >= q - 1) group /= 2;
+  const int in_group = lane.id() & (group - 1);
+  const int last_input = first + w - 1;       // where window `first` ends
   for (std::int64_t o0 = std::int64_t(blockIdx.x) * per_tile; o0 < outputs; o0 += std::int64_t(gridDim.x) * per_tile) {
     const int count = n - o0 < tile_inputs ? static_cast<int>(n - o0) : tile_inputs;
     const int tile_outputs = outputs - o0 < per_tile ? static_cast<int>(outputs - o0) : per_tile;
-    {  // stage the inputs, all of the thread's loads in flight at once; positions past the end get
-       // a copy of the last input (no window that is written reads them)
-      Acc staged[items];
+    Acc x[Items];
+    load_items<Items>(in, o0, first, count, x);
+    if (w == 1) {  // every window is one element
 #pragma unroll
-      for (int k = 0; k < items; ++k) {
-        const int i = k * threads + threadIdx.x;
-        staged[k] = static_cast<Acc>(in[o0 + (i < count ? i : count - 1)]);
+      for (int j = 0; j < Items; ++j)
+        if (apply_init) x[j] = op(init, x[j]);
+      if (first < tile_outputs) store_items<Items>(out, o0, first, tile_outputs, x);
+      continue;
+    }
+    Acc* prefix = s.prefix;
+    {  // P, left to right, to shared memory; then S in place, right to left
+      Acc p = x[0];
+      prefix[mine] = p;
+#pragma unroll
+      for (int j = 1; j < Items; ++j) prefix[mine + j] = p = j % Block == 0 ? x[j] : op(p, x[j]);
+    }
+#pragma unroll
+    for (int j = Items - 2; j >= 0; --j)
+      if ((j + 1) % Block != 0) x[j] = op(x[j], x[j + 1]);
+    const Acc a = x[0];
+    s.aggregate[t] = a;
+    if (Block == Items && q >= 3) {  // prefix and suffix folds of A within groups, and the groups' folds
+      Acc before = a, after = a;
+#pragma unroll
+      for (int d = 1; d < 32; d *= 2) {
+        if (d >= group) break;
+        const Acc up = shuffle_up(lane, before, d, group), down = shuffle_down(lane, after, d, group);
+        if (in_group >= d) before = op(up, before);
+        if (in_group + d < group) after = op(after, down);
       }
-#pragma unroll
-      for (int k = 0; k < items; ++k) s.suffix[coalesced + k * padded_stride] = staged[k];
+      s.aggregate_prefix[t] = before;
+      s.aggregate_suffix[t] = after;
+      if (in_group == 0) s.group_aggregate[t / group] = after;
     }
     __syncthreads();
-    // P within the thread, left to right (a chunk start restarts it).
-    Acc v[items];
-#pragma unroll
-    for (int j = 0; j < items; ++j) v[j] = s.suffix[mine + j];
-#pragma unroll
-    for (int j = 1; j < items; ++j)
-      if (!((starts >> j) & 1u)) v[j] = op(v[j - 1], v[j]);
-    // The thread's runs: from its last chunk start to its end (forward) is P's last item; from its
-    // start to its first chunk end (backward) is P at that end (no chunk starts before it but at
-    // item 0), or P's last item.
-    Acc backward = v[items - 1];
-#pragma unroll
-    for (int j = items - 1; j >= 0; --j)
-      if ((ends >> j) & 1u) backward = v[j];
-    bool has_forward, has_backward;
-    Acc forward_carry, backward_carry;
-    block_segmented_carries<threads>(lane, scan_run<Acc>{v[items - 1], starts != 0}, scan_run<Acc>{backward, ends != 0},
-                                     op, s.forward_runs, s.backward_runs, has_forward, forward_carry, has_backward,
-                                     backward_carry);
-    // The forward carry enters every item before the thread's first chunk start.
-    if (has_forward) {
-#pragma unroll
-      for (int j = 0; j < items; ++j)
-        if (!(starts & ((2u << j) - 1u))) v[j] = op(forward_carry, v[j]);
+    // The middle folds for this thread's last block: the next q-1 thread folds (none when q == 1)
+    // and the next q. (Block < Items only when q == 1.)
+    Acc middle = a, middle_long = a;
+    if (first < tile_outputs) {
+      if (Block == Items && q >= 2) {
+        const int from = t + 1, to = t + q - 1;  // fold A[from .. to]
+        if (q == 2) {
+          middle = s.aggregate[from];
+        } else {  // a group suffix, whole groups, a group prefix
+          middle = s.aggregate_suffix[from];
+          for (int g = from / group + 1; g < to / group; ++g) middle = op(middle, s.group_aggregate[g]);
+          middle = op(middle, s.aggregate_prefix[to]);
+        }
+        if (t + q < Threads) middle_long = op(middle, s.aggregate[t + q]);
+      } else if (t + 1 < Threads) {
+        middle_long = s.aggregate[t + 1];
+      }
     }
+    // Window first + j = S[j] op middle op P[first + j + W - 1].
+    if (first < tile_outputs) {
 #pragma unroll
-    for (int j = 0; j < items; ++j) s.prefix[mine + j] = v[j];
-    // S, right to left, the carry entering after the last chunk end (own positions only: the other
-    // threads read theirs before the carries' barriers).
-#pragma unroll
-    for (int j = 0; j < items; ++j) v[j] = s.suffix[mine + j];
-    v[items - 1] = ((ends >> (items - 1)) & 1u) || !has_backward ? v[items - 1] : op(v[items - 1], backward_carry);
-#pragma unroll
-    for (int j = items - 2; j >= 0; --j)
-      if (!((ends >> j) & 1u)) v[j] = op(v[j], v[j + 1]);
-#pragma unroll
-    for (int j = 0; j < items; ++j) s.suffix[mine + j] = v[j];
-    __syncthreads();
-    // Window i = S[i] when i starts a chunk (the window is that chunk), else op(S[i], P[i+w-1]).
-    int phase = out_phase;
-#pragma unroll 4
-    for (int i = threadIdx.x, k = 0; i < tile_outputs; i += threads, ++k) {
-      Acc x = s.suffix[coalesced + k * padded_stride];
-      if (phase != 0) x = op(x, s.prefix[padded(i + w - 1)]);
-      out[o0 + i] = apply_init ? op(init, x) : x;
-      phase += out_step;
-      if (phase >= w) phase -= w;
+      for (int j = 0; j < Items; ++j) {
+        const int b = j / Block, offset = j % Block;
+        Acc y = x[j];
+        if (offset >= split) y = op(y, b + 1 < blocks_per_thread ? x[(b + 1) * Block] : middle_long);
+        else if (Block == Items && q >= 2) y = op(y, middle);
+        y = op(y, prefix[padded(last_input + j)]);
+        x[j] = apply_init ? op(init, y) : y;
+      }
     }
-    __syncthreads();
+    // A whole tile to aligned output leaves as coalesced 16-byte chunks through shared memory.
+    bool staged = false;
+    if constexpr (!std::is_void_v<Staged>) {
+      staged = tile_outputs == per_tile && reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
+      constexpr int chunks_per_thread = Items * int(sizeof(Staged)) / 16, per_chunk = 16 / int(sizeof(Staged));
+      if (staged && first < tile_outputs) {
+#pragma unroll
+        for (int k = 0; k < chunks_per_thread; ++k) {
+          Staged e[per_chunk];
+#pragma unroll
+          for (int u = 0; u < per_chunk; ++u) e[u] = static_cast<Staged>(x[k * per_chunk + u]);
+          std::memcpy(&s.staged[staged_slot(t * chunks_per_thread + k)], e, 16);
+        }
+      }
+    }
+    __syncthreads();  // every read of P and A of this tile is done (and the staged chunks written)
+    if constexpr (!std::is_void_v<Staged>) {
+      if (staged) {
+        const int chunks = tile_outputs / (16 / int(sizeof(Staged)));
+        uint4* to = reinterpret_cast<uint4*>(out + o0);
+        for (int m = t; m < chunks; m += Threads) to[m] = s.staged[staged_slot(m)];
+        continue;
+      }
+    }
+    if (first < tile_outputs) store_items<Items>(out, o0, first, tile_outputs, x);
+  }
+}
+
+/// Outputs per tile for window W: the tile's inputs less W - 1, rounded down to 16 so that every
+/// tile starts on a 16-byte boundary of 16-byte-aligned input and output.
+template <int Threads, int Items>
+inline int window_outputs_per_tile(std::int64_t window) {
+  return static_cast<int>((Threads * Items - window + 1) / 16 * 16);
+}
+
+/// Launches the tile kernel with van Herk blocks of Block: at most one wave of resident blocks,
+/// each looping over tiles.
+template <int Threads, int Items, int Block, class It, class Out, class Acc, class Op>
+cudaError_t launch_window_tile(It in, std::int64_t n, std::int64_t window, Out out, Op op, Acc init, cudaStream_t stream) {
+  const std::int64_t outputs = n - window + 1;
+  const int shared = static_cast<int>(sizeof(window_tile_storage<Acc, Threads, Items, window_staged_t<Out, Items>>));
+  auto kernel = window_tile_kernel<Threads, Items, Block, It, Out, Acc, Op>;
+  if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
+      e != cudaSuccess)
+    return e;
+  int per_sm = 0;
+  if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Threads, std::size_t(shared));
+      e != cudaSuccess)
+    return e;
+  const int per_tile = window_outputs_per_tile<Threads, Items>(window);
+  bool apply_init = true;  // op(identity, x) == x: skip it
+  if constexpr (has_identity<Op, Acc> && std::is_arithmetic_v<Acc>) {
+    const Acc identity = Op::template identity<Acc>();
+    apply_init = std::memcmp(&identity, &init, sizeof(Acc)) != 0;
+  }
+  std::int64_t blocks = (outputs + per_tile - 1) / per_tile;
+  const std::int64_t resident = std::int64_t(sm_count()) * (per_sm > 0 ? per_sm : 1);
+  if (blocks > resident) blocks = resident;
+  kernel<<<static_cast<int>(blocks), Threads, shared, stream>>>(in, n, window, out, op, init, apply_init, per_tile);
+  return cudaPeekAtLastError();
+}
+
+/// The tile kernel with van Herk's block length for W (see window_block_for).
+template <int Threads, int Items, class It, class Out, class Acc, class Op>
+cudaError_t launch_window_tiles(It in, std::int64_t n, std::int64_t window, Out out, Op op, Acc init, cudaStream_t stream) {
+  constexpr auto at_most = [](int b) { return b < Items ? b : Items; };
+  switch (window_block_for<Items>(window)) {
+    case 1: return launch_window_tile<Threads, Items, 1>(in, n, window, out, op, init, stream);
+    case 2: return launch_window_tile<Threads, Items, at_most(2)>(in, n, window, out, op, init, stream);
+    case 4: return launch_window_tile<Threads, Items, at_most(4)>(in, n, window, out, op, init, stream);
+    case 8: return launch_window_tile<Threads, Items, at_most(8)>(in, n, window, out, op, init, stream);
+    default: return launch_window_tile<Threads, Items, Items>(in, n, window, out, op, init, stream);
   }
 }
 
@@ -238,7 +359,8 @@ cudaError_t window_reduce(void* temp_storage, std::size_t& temp_bytes, It in, st
   static_assert(std::is_invocable_r_v<Acc, const Op&, const Acc&, const Acc&>,
                 "multireduce::cuda::window_reduce: op must be callable as Acc op(Acc, Acc)");
   if (n < 0 || window < 1) return cudaErrorInvalidValue;
-  const bool tile = window_tile_items<Acc> > 0 && window <= window_tile_max<Acc>;
+  using shape = window_tile_shape<Acc>;
+  const bool tile = shape::items > 0 && window <= shape::max_window;
   const std::size_t needed = tile ? 1 : 2 * round_up(sizeof(Acc) * std::size_t(n));
   if (temp_storage == nullptr) {
     temp_bytes = needed;
@@ -248,28 +370,8 @@ cudaError_t window_reduce(void* temp_storage, std::size_t& temp_bytes, It in, st
   const std::int64_t outputs = n - window + 1;
   if (outputs <= 0) return cudaSuccess;
   const int sms = sm_count();
-  if (tile) {
-    const int shared = static_cast<int>(sizeof(window_tile_storage<Acc>));
-    auto kernel = window_tile_kernel<It, Out, Acc, Op>;
-    if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
-        e != cudaSuccess)
-      return e;
-    int per_sm = 0;
-    if (const cudaError_t e =
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, window_tile_threads, std::size_t(shared));
-        e != cudaSuccess)
-      return e;
-    const std::int64_t per_tile = window_tile_inputs<Acc> - window + 1;
-    bool apply_init = true;  // op(identity, x) == x: skip it
-    if constexpr (has_identity<Op, Acc> && std::is_arithmetic_v<Acc>) {
-      const Acc identity = Op::template identity<Acc>();
-      apply_init = std::memcmp(&identity, &init, sizeof(Acc)) != 0;
-    }
-    std::int64_t blocks = (outputs + per_tile - 1) / per_tile;
-    const std::int64_t resident = std::int64_t(sms) * (per_sm > 0 ? per_sm : 1);
-    if (blocks > resident) blocks = resident;
-    kernel<<<static_cast<int>(blocks), window_tile_threads, shared, stream>>>(in, n, window, out, op, init, apply_init);
-    return cudaPeekAtLastError();
+  if constexpr (shape::items > 0) {
+    if (tile) return launch_window_tiles<shape::threads, shape::items>(in, n, window, out, op, init, stream);
   }
   // Doubling: D holds folds of 2^k elements; `out` accumulates W's binary digits from the lowest.
   Acc* d = static_cast<Acc*>(temp_storage);
