@@ -167,6 +167,15 @@ __device__ __forceinline__ void for_each_strided(It in, std::int64_t n, OnVector
   for (std::int64_t i = scalar_from + thread; i < n; i += threads) on_element(in[i], i);
 }
 
+/// atomicAdd(ticket, 1) with acquire-release semantics at device scope; returns the old value. A
+/// block's "am I the last?" ticket: its earlier writes are visible before the ticket moves, and
+/// the block that takes the last ticket sees everyone's (no separate __threadfence on either side).
+__device__ __forceinline__ unsigned ticket_add_acq_rel(unsigned* ticket) {
+  unsigned old;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(ticket) : "memory");
+  return old;
+}
+
 /// Copies a trivially copyable value word by word with L2-coherent loads (for data written by
 /// other blocks of the same launch).
 template <class T>

@@ -91,12 +91,12 @@ __device__ bool fold_block_partials(cuda_lane& lane, Part block_partial, const P
   }
   if (lane.thread_rank() == 0) {
     partials[blockIdx.x] = block_partial;
-    __threadfence();
-    is_last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+    // Release (the partial is visible before the ticket moves) and acquire (the last block sees
+    // every partial) in the atomic itself: no separate, slower sequentially consistent fences.
+    is_last = ticket_add_acq_rel(ticket) == gridDim.x - 1;
   }
-  __syncthreads();
+  __syncthreads();  // orders thread 0's acquire before the other threads' reads of the partials
   if (!is_last) return false;
-  __threadfence();
   // Thread t folds a contiguous run of partials, then the block folds the runs in thread order.
   const int blocks = static_cast<int>(gridDim.x);
   const int per_thread = (blocks + BlockThreads - 1) / BlockThreads;

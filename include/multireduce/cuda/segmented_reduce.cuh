@@ -348,12 +348,10 @@ __global__ void __launch_bounds__(BlockThreads)
     const auto r = block_fold<BlockThreads, It, Acc>(lane, in, begin, end, op, storage);
     if (threadIdx.x == 0) {
       pieces[piece] = P::value(r);  // pieces are never empty
-      __threadfence();
-      is_last = atomicAdd(tickets + lo, 1u) == piece_count - 1;
+      is_last = ticket_add_acq_rel(tickets + lo) == piece_count - 1;  // release and acquire
     }
     __syncthreads();
     if (is_last && threadIdx.x == 0) {
-      __threadfence();
       Acc folded = init;
       for (std::int64_t j = 0; j < piece_count; ++j) folded = op(folded, load_coherent(pieces + seg.first_piece + j));
       out[seg.segment] = folded;
