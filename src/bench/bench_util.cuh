@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -109,6 +110,18 @@ struct timing {
   double min_ms = 0;
 };
 
+/// Fills in the median and the minimum of t.ms.
+inline timing summarized(timing t) {
+  std::vector<float> sorted = t.ms;
+  std::sort(sorted.begin(), sorted.end());
+  if (!sorted.empty()) {
+    const std::size_t n = sorted.size();
+    t.median_ms = n % 2 == 1 ? sorted[n / 2] : 0.5 * (double(sorted[n / 2 - 1]) + double(sorted[n / 2]));
+    t.min_ms = sorted.front();
+  }
+  return t;
+}
+
 /// Runs `launch` warmup times untimed, then `repetitions` times each between its own pair of
 /// events on the default stream; synchronises once at the end so launches queue back to back.
 template <class Launch>
@@ -130,14 +143,28 @@ timing time_launches(Launch&& launch, int warmup, int repetitions) {
         cudaEventElapsedTime(&ms, starts[static_cast<std::size_t>(i)].get(), stops[static_cast<std::size_t>(i)].get()));
     t.ms.push_back(ms);
   }
-  std::vector<float> sorted = t.ms;
-  std::sort(sorted.begin(), sorted.end());
-  if (!sorted.empty()) {
-    const std::size_t n = sorted.size();
-    t.median_ms = n % 2 == 1 ? sorted[n / 2] : 0.5 * (double(sorted[n / 2 - 1]) + double(sorted[n / 2]));
-    t.min_ms = sorted.front();
+  return summarized(std::move(t));
+}
+
+/// Like time_launches, but the GPU is idle when each timed call is made (a synchronisation before
+/// every call): one call's latency as a caller who waits for its result sees it, launch latency
+/// included. This is how ../shared/anchors.md timed CUB (one empty kernel: 5.6 us).
+template <class Launch>
+timing time_isolated(Launch&& launch, int warmup, int repetitions) {
+  for (int i = 0; i < warmup; ++i) launch();
+  cuda_event start, stop;
+  timing t;
+  for (int i = 0; i < repetitions; ++i) {
+    MULTIREDUCE_BENCH_CHECK(cudaDeviceSynchronize());
+    MULTIREDUCE_BENCH_CHECK(cudaEventRecord(start.get()));
+    launch();
+    MULTIREDUCE_BENCH_CHECK(cudaEventRecord(stop.get()));
+    MULTIREDUCE_BENCH_CHECK(cudaEventSynchronize(stop.get()));
+    float ms = 0;
+    MULTIREDUCE_BENCH_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+    t.ms.push_back(ms);
   }
-  return t;
+  return summarized(std::move(t));
 }
 
 /// The GPU a suite runs on, as the suites need it (and as the JSON reports it).
