@@ -185,11 +185,20 @@ __global__ void __launch_bounds__(Threads, Threads <= 1024 / 2 ? 1024 / Threads 
   const int split = Block - (w - 1) % Block;  // ... or, from this offset in block b on, in b + q + 1
   // Middles of q-1 > 1 thread folds: van Herk again over the threads' folds, with groups of
   // `group` lanes (a power of two below q-1, at most a warp), scanned with warp shuffles.
-  int group = 32;
-  while (group > 1 && group >= q - 1) group /= 2;
-  const int in_group = lane.id() & (group - 1);
+  int group_shift = 5;  // log2(group): groups are found with shifts, not divisions
+  while (group_shift > 0 && (1 << group_shift) >= q - 1) --group_shift;
+  const int group = 1 << group_shift, in_group = lane.id() & (group - 1);
   const int last_input = first + w - 1;       // where window `first` ends
-  for (std::int64_t o0 = std::int64_t(blockIdx.x) * per_tile; o0 < outputs; o0 += std::int64_t(gridDim.x) * per_tile) {
+  // Long windows: each block takes a contiguous run of tiles, so the W-1 inputs a tile shares with
+  // the next are read again from this SM's L1 rather than from L2. Short ones: tiles strided over
+  // the grid (measured faster when tiles share next to nothing).
+  const std::int64_t tiles = (outputs + per_tile - 1) / per_tile;
+  const bool contiguous = q >= 2;
+  const std::int64_t run = contiguous ? (tiles + gridDim.x - 1) / gridDim.x : tiles;
+  const std::int64_t first_tile = contiguous ? blockIdx.x * run : blockIdx.x, step = contiguous ? 1 : gridDim.x;
+  const std::int64_t end_tile = contiguous && first_tile + run < tiles ? first_tile + run : tiles;
+  for (std::int64_t tile = first_tile; tile < end_tile; tile += step) {
+    const std::int64_t o0 = tile * per_tile;
     const int count = n - o0 < tile_inputs ? static_cast<int>(n - o0) : tile_inputs;
     const int tile_outputs = outputs - o0 < per_tile ? static_cast<int>(outputs - o0) : per_tile;
     Acc x[Items];
@@ -202,16 +211,23 @@ __global__ void __launch_bounds__(Threads, Threads <= 1024 / 2 ? 1024 / Threads 
       continue;
     }
     Acc* prefix = s.prefix;
-    {  // P, left to right, to shared memory; then S in place, right to left
+    // P, left to right, to shared memory (its value at the end of the first block is that block's
+    // fold A); then S in place, right to left, by the threads that have windows to write.
+    Acc a = x[0];
+    {
       Acc p = x[0];
       prefix[mine] = p;
 #pragma unroll
-      for (int j = 1; j < Items; ++j) prefix[mine + j] = p = j % Block == 0 ? x[j] : op(p, x[j]);
+      for (int j = 1; j < Items; ++j) {
+        prefix[mine + j] = p = j % Block == 0 ? x[j] : op(p, x[j]);
+        if (j == Block - 1) a = p;
+      }
     }
+    if (first < tile_outputs) {
 #pragma unroll
-    for (int j = Items - 2; j >= 0; --j)
-      if ((j + 1) % Block != 0) x[j] = op(x[j], x[j + 1]);
-    const Acc a = x[0];
+      for (int j = Items - 2; j >= 0; --j)
+        if ((j + 1) % Block != 0) x[j] = op(x[j], x[j + 1]);
+    }
     s.aggregate[t] = a;
     if (Block == Items && q >= 3) {  // prefix and suffix folds of A within groups, and the groups' folds
       Acc before = a, after = a;
@@ -224,7 +240,7 @@ __global__ void __launch_bounds__(Threads, Threads <= 1024 / 2 ? 1024 / Threads 
       }
       s.aggregate_prefix[t] = before;
       s.aggregate_suffix[t] = after;
-      if (in_group == 0) s.group_aggregate[t / group] = after;
+      if (in_group == 0) s.group_aggregate[t >> group_shift] = after;
     }
     __syncthreads();
     // The middle folds for this thread's last block: the next q-1 thread folds (none when q == 1)
@@ -237,7 +253,7 @@ __global__ void __launch_bounds__(Threads, Threads <= 1024 / 2 ? 1024 / Threads 
           middle = s.aggregate[from];
         } else {  // a group suffix, whole groups, a group prefix
           middle = s.aggregate_suffix[from];
-          for (int g = from / group + 1; g < to / group; ++g) middle = op(middle, s.group_aggregate[g]);
+          for (int g = (from >> group_shift) + 1; g < (to >> group_shift); ++g) middle = op(middle, s.group_aggregate[g]);
           middle = op(middle, s.aggregate_prefix[to]);
         }
         if (t + q < Threads) middle_long = op(middle, s.aggregate[t + q]);
@@ -253,8 +269,11 @@ __global__ void __launch_bounds__(Threads, Threads <= 1024 / 2 ? 1024 / Threads 
         Acc y = x[j];
         if (offset >= split) y = op(y, b + 1 < blocks_per_thread ? x[(b + 1) * Block] : middle_long);
         else if (Block == Items && q >= 2) y = op(y, middle);
-        y = op(y, prefix[padded(last_input + j)]);
-        x[j] = apply_init ? op(init, y) : y;
+        x[j] = op(y, prefix[padded(last_input + j)]);
+      }
+      if (apply_init) {
+#pragma unroll
+        for (int j = 0; j < Items; ++j) x[j] = op(init, x[j]);
       }
     }
     // A whole tile to aligned output leaves as coalesced 16-byte chunks through shared memory.
