@@ -96,8 +96,8 @@ struct merge_statistics {
 };
 
 inline constexpr int statistics_block_threads = 256;
-inline constexpr int statistics_blocks_per_sm = 2;
-inline constexpr int statistics_vectors_in_flight = 8;
+inline constexpr int statistics_blocks_per_sm = 3;
+inline constexpr int statistics_vectors_in_flight = 6;
 
 template <int BlockThreads, int BlocksPerSm, int InFlight, class It>
 __global__ void __launch_bounds__(BlockThreads, BlocksPerSm)
