@@ -211,5 +211,15 @@ inline int sm_count() {
   return cache[device];
 }
 
+/// Blocks of `kernel` that fit on the device at once (at least one per SM): the grid of a
+/// kernel whose blocks loop over their work, so that no block starts only after others finish.
+template <class Kernel>
+inline int resident_grid(Kernel kernel, int threads, std::size_t shared = 0) {
+  int per_sm = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared) != cudaSuccess || per_sm < 1)
+    per_sm = 1;
+  return sm_count() * per_sm;
+}
+
 }  // namespace detail
 }  // namespace multireduce::cuda

@@ -611,8 +611,11 @@ cudaError_t segmented_reduce(void* temp_storage, std::size_t& temp_bytes, It in,
   else e = launch_group_offsets<32>(in, out, segments, begin_offsets, end_offsets, op, init, queue, queued, most_long, most_pieces, stream);
   if (e != cudaSuccess) return e;
   constexpr int threads = 256;
-  long_segments_kernel<threads><<<sm_count() * 8, threads, 0, stream>>>(in, out, op, init, queue, queued, most_long,
-                                                                         most_pieces, tickets, pieces);
+  // One wave of resident blocks: a grid of 8 per SM with only 5 resident (48 registers) left the
+  // last 40% of blocks to start after the first ones had done all their pieces (H200).
+  auto long_kernel = long_segments_kernel<threads, It, Out, Acc, Op>;
+  long_kernel<<<resident_grid(long_kernel, threads), threads, 0, stream>>>(in, out, op, init, queue, queued, most_long,
+                                                                           most_pieces, tickets, pieces);
   return cudaPeekAtLastError();
 }
 
