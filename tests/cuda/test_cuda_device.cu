@@ -408,6 +408,80 @@ TEST(CudaDeviceWindow, AllPathsAndOperators) {
   }
 }
 
+/// Sliding maximum by a monotonic deque: an independent O(n) reference.
+std::vector<float> sliding_max(const float* x, std::int64_t n, std::int64_t w) {
+  std::vector<float> out;
+  std::vector<std::int64_t> q;  // indices with decreasing values
+  std::size_t head = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    while (q.size() > head && x[q.back()] <= x[i]) q.pop_back();
+    q.push_back(i);
+    if (q[head] <= i - w) ++head;
+    if (i >= w - 1) out.push_back(x[q[head]]);
+  }
+  return out;
+}
+
+// Every van Herk block length (W = 2 .. 17), every way the middle of a window is found (none,
+// one block, groups of 1 .. 32 lanes, several whole groups), tiles striding and contiguous, and
+// windows leaving staged (aligned output) or thread by thread (misaligned input or output).
+TEST(CudaDeviceWindow, BlockLengthsMiddlesAndLayouts) {
+  MR_REQUIRE_GPU();
+  const auto v = random_floats(300'007, seed_for("window layouts"));
+  dev<float> in(v);
+  mc::workspace ws;
+  for (std::int64_t w : {2, 3, 4, 5, 8, 9, 16, 17, 31, 33, 48, 49, 50, 64, 65, 66, 97, 129, 545, 1041, 1057, 1600, 2047, 2048}) {
+    for (int layout = 0; layout < 3; ++layout) {  // aligned; input one element in; output 3 in
+      const int in_off = layout == 1 ? 1 : 0, out_off = layout == 2 ? 3 : 0;
+      const std::int64_t n = std::int64_t(v.size()) - in_off, m = n - w + 1;
+      SCOPED_TRACE(::testing::Message() << "W=" << w << " layout=" << layout);
+      dev<float> out(static_cast<std::size_t>(m + out_off)), out_max(static_cast<std::size_t>(m + out_off));
+      ws.window_reduce(in.p + in_off, n, w, out.p + out_off, multireduce::sum{}, 0.f);
+      ws.window_reduce(in.p + in_off, n, w, out_max.p + out_off, multireduce::maximum{}, -INFINITY);
+      const auto got = out.get(), got_max = out_max.get();
+      const auto want_max = sliding_max(v.data() + in_off, n, w);
+      double sum = 0;  // exact: the values are multiples of 1/8 and the sums stay below 2^18
+      for (std::int64_t j = 0; j < w; ++j) sum += v[std::size_t(in_off + j)];
+      for (std::int64_t i = 0; i < m; ++i) {
+        if (i > 0) sum += double(v[std::size_t(in_off + i + w - 1)]) - double(v[std::size_t(in_off + i - 1)]);
+        ASSERT_EQ(got[std::size_t(out_off + i)], float(sum)) << "sum i=" << i;
+        ASSERT_EQ(got_max[std::size_t(out_off + i)], want_max[std::size_t(i)]) << "max i=" << i;
+      }
+    }
+  }
+  // Integers into a wider accumulator (staged 8-byte outputs).
+  const auto ints = random_ints(200'003, seed_for("window ints"));
+  dev<int> in_ints(ints);
+  for (std::int64_t w : {3, 32, 1000}) {
+    SCOPED_TRACE(::testing::Message() << "int W=" << w);
+    const std::int64_t m = std::int64_t(ints.size()) - w + 1;
+    dev<long long> out(static_cast<std::size_t>(m));
+    ws.window_reduce(in_ints.p, std::int64_t(ints.size()), w, out.p, multireduce::sum{}, 5LL);
+    const auto got = out.get();
+    long long sum = 5;
+    for (std::int64_t j = 0; j < w; ++j) sum += ints[std::size_t(j)];
+    for (std::int64_t i = 0; i < m; ++i) {
+      if (i > 0) sum += ints[std::size_t(i + w - 1)] - ints[std::size_t(i - 1)];
+      ASSERT_EQ(got[std::size_t(i)], sum) << "i=" << i;
+    }
+  }
+  // A non-commutative operator at every block length and middle kind, every window checked.
+  const auto mats = random_mats(6000, seed_for("window mat layouts"));
+  dev<mat2_mod> mats_in(mats);
+  for (std::int64_t w : {2, 3, 5, 9, 17, 33, 49, 65, 130, 257}) {
+    SCOPED_TRACE(::testing::Message() << "mat2 W=" << w);
+    const std::int64_t m = std::int64_t(mats.size()) - w + 1;
+    dev<mat2_mod> out(static_cast<std::size_t>(m));
+    ws.window_reduce(mats_in.p, std::int64_t(mats.size()), w, out.p, mat2_mod_product{}, mat_identity);
+    const auto got = out.get();
+    for (std::int64_t i = 0; i < m; ++i) {
+      mat2_mod acc = mat_identity;
+      for (std::int64_t j = i; j < i + w; ++j) acc = mat2_mod_product{}(acc, mats[std::size_t(j)]);
+      ASSERT_TRUE(got[std::size_t(i)] == acc) << "i=" << i;
+    }
+  }
+}
+
 TEST(CudaDeviceBadInput, ErrorsNotCrashes) {
   MR_REQUIRE_GPU();
   mc::workspace ws;
