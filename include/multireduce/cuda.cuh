@@ -23,22 +23,17 @@
 namespace multireduce::cuda {
 namespace detail {
 
-/// Owning handles for the streamed search's buffers, stream and events (host code only).
-struct device_buffer {
+/// Owning handles for the streamed search's buffers (device or pinned host memory), stream and
+/// events (host code only).
+struct owned_buffer {
   void* data = nullptr;
-  explicit device_buffer(std::size_t bytes) {
-    if (bytes > 0) check(cudaMalloc(&data, bytes), "multireduce::cuda: allocating a device buffer");
+  bool pinned;
+  owned_buffer(std::size_t bytes, bool pinned_host) : pinned(pinned_host) {
+    if (bytes > 0)
+      check(pinned ? cudaMallocHost(&data, bytes) : cudaMalloc(&data, bytes), "multireduce::cuda: allocating a buffer");
   }
-  device_buffer(const device_buffer&) = delete;
-  ~device_buffer() { cudaFree(data); }
-};
-struct pinned_buffer {
-  void* data = nullptr;
-  explicit pinned_buffer(std::size_t bytes) {
-    if (bytes > 0) check(cudaMallocHost(&data, bytes), "multireduce::cuda: allocating a pinned host buffer");
-  }
-  pinned_buffer(const pinned_buffer&) = delete;
-  ~pinned_buffer() { cudaFreeHost(data); }
+  owned_buffer(const owned_buffer&) = delete;
+  ~owned_buffer() { pinned ? cudaFreeHost(data) : cudaFree(data); }
 };
 struct copy_stream {
   cudaStream_t handle = nullptr;
@@ -174,9 +169,8 @@ class workspace {
     if (chunk_rows > trains) chunk_rows = trains;
     const bool pinned = where.type == cudaMemoryTypeHost;
     const std::size_t chunk_bytes = std::size_t(chunk_rows) * std::size_t(bytes);
-    detail::device_buffer device[2] = {detail::device_buffer(chunk_bytes), detail::device_buffer(chunk_bytes)};
-    detail::pinned_buffer staging[2] = {detail::pinned_buffer(pinned ? 0 : chunk_bytes),
-                                        detail::pinned_buffer(pinned ? 0 : chunk_bytes)};
+    detail::owned_buffer device[2] = {{chunk_bytes, false}, {chunk_bytes, false}};
+    detail::owned_buffer staging[2] = {{pinned ? 0 : chunk_bytes, true}, {pinned ? 0 : chunk_bytes, true}};
     detail::copy_stream copies;
     detail::event copied[2], searched[2];
     for (std::int64_t first = 0, c = 0; first < trains; first += chunk_rows, ++c) {

@@ -157,7 +157,7 @@ template <bool Batch>
 __device__ __forceinline__ knn_block locate_block(const knn_launch& launch) {
   if constexpr (!Batch) return knn_block{0, static_cast<std::int32_t>(blockIdx.x), static_cast<std::int32_t>(blockIdx.y)};
   const int block = static_cast<int>(blockIdx.x);
-  int lo = 0, hi = Batch ? launch.count - 1 : 0;  // the last problem with first_block <= block
+  int lo = 0, hi = launch.count - 1;  // the last problem with first_block <= block
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
     if (launch.problem[mid].first_block <= block) lo = mid;
@@ -479,10 +479,12 @@ inline cudaError_t configure_knn(const knn_pair* pairs, int count, int bytes, in
     return cudaErrorInvalidValue;
   std::int64_t queries = 0;
   c.total_work = 0;
+  c.searches = 0;
   for (int i = 0; i < count; ++i) {
     if (!valid_knn_pair(pairs[i])) return cudaErrorInvalidValue;
     queries += pairs[i].queries;
     c.total_work += double(pairs[i].queries) * double(pairs[i].trains);
+    c.searches += pairs[i].queries > 0;
   }
   int device = 0, major = 0;
   if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
@@ -497,8 +499,6 @@ inline cudaError_t configure_knn(const knn_pair* pairs, int count, int bytes, in
   // Blocks wanted per SM: the popcount kernel gains from many (a short last wave), the tensor-core
   // kernel from fewer, longer ones (measured on the H200).
   c.want_blocks = std::int64_t(sm_count()) * (c.tensor ? 8 : 32);
-  c.searches = 0;
-  for (int i = 0; i < count; ++i) c.searches += pairs[i].queries > 0;
   c.resident = 0;
   if (c.tensor && c.searches == 1) {
     const knn_kernel_choice lone = c.kcap <= 2 ? knn_kernel_for<2, false>(c) : knn_kernel_for<8, false>(c);

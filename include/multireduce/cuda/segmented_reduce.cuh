@@ -243,13 +243,14 @@ inline int grid_for(std::int64_t work_items, int per_block, int max_blocks) {
   return static_cast<int>(blocks < 1 ? 1 : blocks > max_blocks ? max_blocks : blocks);
 }
 
-/// Pieces per segment for the block kernel. With at least ~4 segments per SM, none. With fewer,
-/// as many as fit one wave of 8 blocks per SM (rounded down, so that no SM gets a ninth piece to
-/// do after the others are done; measured: 3 pieces of 2^18 -> 5.8 blocks per SM, 83-86% of copy;
-/// 17 smaller pieces, 88%; 4 pieces, the one wave, see docs/results.md).
-inline int pieces_for(std::int64_t segments, std::int64_t length, int sms) {
-  if (segments >= std::int64_t(sms) * 4) return 1;
-  std::int64_t pieces = std::int64_t(sms) * 8 / segments;
+/// Pieces per segment for the block kernel, given the blocks that are resident at once. With at
+/// least half as many segments, none. With fewer, as many as fit that one wave (rounded down, so
+/// that no SM gets a piece to do after the others are done; measured: 3 pieces of 2^18 -> 5.8
+/// blocks per SM, 83-86% of copy; 17 smaller pieces, 88%; 4 pieces, the one wave, see
+/// docs/results.md).
+inline int pieces_for(std::int64_t segments, std::int64_t length, int resident) {
+  if (segments >= std::int64_t(resident) / 2) return 1;
+  std::int64_t pieces = std::int64_t(resident) / segments;
   const std::int64_t most = length / 4096;  // pieces of at least 4096 elements
   if (pieces > most) pieces = most;
   return pieces < 1 ? 1 : static_cast<int>(pieces);
@@ -364,7 +365,7 @@ __global__ void __launch_bounds__(BlockThreads)
 
 /// Short segments from one offsets array (CSR: end_offsets == begin_offsets + 1): a block takes
 /// Threads consecutive segments, one per thread, stages all their elements (up to
-/// staged_segment_elements) in shared memory with coalesced loads, 16 in flight per thread, and
+/// staged_segment_elements) in shared memory with coalesced loads, 4 in flight per thread, and
 /// each thread folds its own segment there. A block whose segments span more falls back to a warp
 /// per segment from global memory, queueing those longer than long_segment_min.
 inline constexpr int staged_segment_threads = 128;
@@ -522,11 +523,7 @@ cudaError_t launch_short_fixed(It in, Out out, std::int64_t segments, std::int64
     if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
         e != cudaSuccess)
       return e;
-    int per_sm = 0;
-    if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, std::size_t(shared));
-        e != cudaSuccess)
-      return e;
-    const int blocks = grid_for(segments, threads * items / static_cast<int>(length), sms * (per_sm > 0 ? per_sm : 1));
+    const int blocks = grid_for(segments, threads * items / static_cast<int>(length), resident_grid(kernel, threads, shared));
     kernel<<<blocks, threads, shared, stream>>>(in, out, segments, static_cast<int>(length), op, init);
     return cudaPeekAtLastError();
   }
@@ -544,9 +541,11 @@ cudaError_t fixed_segmented_reduce(void* temp_storage, std::size_t& temp_bytes, 
   static_assert(std::is_invocable_r_v<Acc, const Op&, const Acc&, const Acc&>,
                 "multireduce::cuda::fixed_segmented_reduce: op must be callable as Acc op(Acc, Acc)");
   if (segments < 0 || length < 0) return cudaErrorInvalidValue;
-  const int sms = sm_count();
+  constexpr int threads = 256;
+  auto block_kernel = block_fixed_segments_kernel<threads, It, Out, Acc, Op>;
   const bool block_path = length > segment_group_max_length;
-  const int pieces = block_path ? pieces_for(segments, length, sms) : 1;
+  const int resident = block_path ? resident_grid(block_kernel, threads) : 0;
+  const int pieces = block_path ? pieces_for(segments, length, resident) : 1;
   const std::size_t needed = pieces > 1 ? round_up(sizeof(Acc) * std::size_t(segments) * pieces) : 1;
   if (temp_storage == nullptr) {
     temp_bytes = needed;
@@ -555,11 +554,9 @@ cudaError_t fixed_segmented_reduce(void* temp_storage, std::size_t& temp_bytes, 
   if (temp_bytes < needed) return cudaErrorInvalidValue;
   if (segments == 0) return cudaSuccess;
   if (!block_path) return launch_short_fixed(in, out, segments, length, op, init, stream);
-  constexpr int threads = 256;
   Acc* partials = pieces > 1 ? static_cast<Acc*>(temp_storage) : nullptr;
-  const int blocks = grid_for(segments * pieces, 1, sms * 8);
-  block_fixed_segments_kernel<threads><<<blocks, threads, 0, stream>>>(in, out, partials, segments, length, pieces, op,
-                                                                        init);
+  block_kernel<<<grid_for(segments * pieces, 1, resident), threads, 0, stream>>>(in, out, partials, segments, length,
+                                                                                 pieces, op, init);
   if (const cudaError_t e = cudaPeekAtLastError(); e != cudaSuccess || pieces == 1) return e;
   // Fold each segment's pieces in order (pieces <= 4 * SMs <= segment_group_max_length).
   return launch_short_fixed(static_cast<const Acc*>(partials), out, segments, std::int64_t(pieces), op, init, stream);

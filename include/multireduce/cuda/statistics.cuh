@@ -99,8 +99,8 @@ inline constexpr int statistics_block_threads = 256;
 inline constexpr int statistics_blocks_per_sm = 3;
 inline constexpr int statistics_vectors_in_flight = 6;
 
-template <int BlockThreads, int BlocksPerSm, int InFlight, class It>
-__global__ void __launch_bounds__(BlockThreads, BlocksPerSm)
+template <int BlockThreads, class It>
+__global__ void __launch_bounds__(BlockThreads, statistics_blocks_per_sm)
     statistics_kernel(It in, std::int64_t n,
                       statistics<std::remove_cv_t<std::remove_reference_t<decltype(*in)>>>* out,
                       statistics_accumulator<std::remove_cv_t<std::remove_reference_t<decltype(*in)>>>* partials,
@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(BlockThreads, BlocksPerSm)
   stats_thread_state<T> t;
   t.shift = n > 0 ? static_cast<double>(in[0]) : 0.0;
   if (!isfinite(t.shift)) t.shift = 0;  // a NaN or infinite first element shifts nothing
-  for_each_strided<BlockThreads, InFlight>(
+  for_each_strided<BlockThreads, statistics_vectors_in_flight>(
       in, n, [&](const auto& v, std::int64_t first) { t.add_vector(v, first); },
       [&](const T& x, std::int64_t i) { t.add(x, i); });
 
@@ -142,8 +142,7 @@ cudaError_t statistics(void* temp_storage, std::size_t& temp_bytes, It in, multi
   if (blocks > 1 && !ticket_is_zero) {
     if (const cudaError_t e = cudaMemsetAsync(ticket, 0, sizeof(unsigned), stream); e != cudaSuccess) return e;
   }
-  statistics_kernel<threads, statistics_blocks_per_sm, statistics_vectors_in_flight>
-      <<<blocks, threads, 0, stream>>>(in, n, out, partials, ticket);
+  statistics_kernel<threads><<<blocks, threads, 0, stream>>>(in, n, out, partials, ticket);
   return cudaPeekAtLastError();
 }
 

@@ -83,44 +83,29 @@ __device__ __forceinline__ void load_items(It in, std::int64_t base, int first, 
   }
 }
 
-/// Stores y[j] to out[base + first + j] for first + j < count, in vectors when `out` is a
-/// suitably aligned pointer to an arithmetic type and the run is whole.
+/// Stores y[j] to out[base + first + j] for first + j < count, one by one (whole tiles of
+/// arithmetic outputs leave staged instead, see window_staged).
 template <int Items, class Out, class Acc>
 __device__ __forceinline__ void store_items(Out out, std::int64_t base, int first, int count, const Acc (&y)[Items]) {
-  if constexpr (std::is_pointer_v<Out>) {
-    using T = std::remove_pointer_t<Out>;
-    constexpr int bytes = std::is_arithmetic_v<T> ? run_vector_bytes<T, Items> : 0;
-    if constexpr (bytes > 0) {
-      constexpr int per = bytes / int(sizeof(T));
-      using R = raw_vector<bytes>;
-      T* p = out + base + first;
-      if (first + Items <= count && reinterpret_cast<std::uintptr_t>(p) % bytes == 0) {
-#pragma unroll
-        for (int u = 0; u < Items / per; ++u) {
-          T e[per];
-#pragma unroll
-          for (int k = 0; k < per; ++k) e[k] = static_cast<T>(y[u * per + k]);
-          R v;
-          std::memcpy(&v, e, bytes);
-          reinterpret_cast<R*>(p)[u] = v;
-        }
-        return;
-      }
-    }
-  }
 #pragma unroll
   for (int j = 0; j < Items; ++j)
     if (first + j < count) out[base + first + j] = y[j];
 }
 
-/// The output type of the tile kernel when it is a pointer to an arithmetic type whose runs of
-/// Items fill whole 16-byte chunks: then windows leave through shared memory as coalesced 16-byte
-/// stores. Otherwise void (each thread stores its own windows).
+/// The element type of the tile kernel's output when it is a pointer to an arithmetic type whose
+/// runs of Items fill whole 16-byte chunks: then windows leave through shared memory as coalesced
+/// 16-byte stores. Otherwise void (each thread stores its own windows).
 template <class Out, int Items>
-using window_staged_t = std::conditional_t<
-    std::is_pointer_v<Out> && std::is_arithmetic_v<std::remove_pointer_t<std::conditional_t<std::is_pointer_v<Out>, Out, int*>>> &&
-        (Items * sizeof(std::remove_pointer_t<std::conditional_t<std::is_pointer_v<Out>, Out, int*>>)) % 16 == 0,
-    std::remove_pointer_t<std::conditional_t<std::is_pointer_v<Out>, Out, int*>>, void>;
+struct window_staged {
+  using type = void;
+};
+template <class T, int Items>
+  requires(std::is_arithmetic_v<T> && (Items * sizeof(T)) % 16 == 0)
+struct window_staged<T*, Items> {
+  using type = T;
+};
+template <class Out, int Items>
+using window_staged_t = typename window_staged<Out, Items>::type;
 
 /// Where 16-byte chunk m of a staged tile lives: an XOR swizzle that keeps both a thread's
 /// consecutive chunks and consecutive threads' chunks in distinct banks.
@@ -133,7 +118,10 @@ __device__ __forceinline__ int staged_slot(int m) { return m ^ ((m >> 3) & 7); }
 /// passed the previous tile's last read of them.
 template <class Acc, int Threads, int Items, class Staged>
 struct window_tile_storage {
-  static constexpr int staged_chunks = std::is_void_v<Staged> ? 1 : Threads * Items * int(sizeof(std::conditional_t<std::is_void_v<Staged>, char, Staged>)) / 16;
+  static constexpr int staged_chunks = [] {
+    if constexpr (std::is_void_v<Staged>) return 1;
+    else return Threads * Items * int(sizeof(Staged)) / 16;
+  }();
   Acc prefix[Threads * Items + Threads * Items / 32];
   Acc aggregate[Threads];
   Acc aggregate_prefix[Threads];
@@ -321,10 +309,6 @@ cudaError_t launch_window_tile(It in, std::int64_t n, std::int64_t window, Out o
   if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
       e != cudaSuccess)
     return e;
-  int per_sm = 0;
-  if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Threads, std::size_t(shared));
-      e != cudaSuccess)
-    return e;
   const int per_tile = window_outputs_per_tile<Threads, Items>(window);
   bool apply_init = true;  // op(identity, x) == x: skip it
   if constexpr (has_identity<Op, Acc> && std::is_arithmetic_v<Acc>) {
@@ -332,7 +316,7 @@ cudaError_t launch_window_tile(It in, std::int64_t n, std::int64_t window, Out o
     apply_init = std::memcmp(&identity, &init, sizeof(Acc)) != 0;
   }
   std::int64_t blocks = (outputs + per_tile - 1) / per_tile;
-  const std::int64_t resident = std::int64_t(sm_count()) * (per_sm > 0 ? per_sm : 1);
+  const int resident = resident_grid(kernel, Threads, std::size_t(shared));
   if (blocks > resident) blocks = resident;
   kernel<<<static_cast<int>(blocks), Threads, shared, stream>>>(in, n, window, out, op, init, apply_init, per_tile);
   return cudaPeekAtLastError();
@@ -388,14 +372,13 @@ cudaError_t window_reduce(void* temp_storage, std::size_t& temp_bytes, It in, st
   if (temp_bytes < needed) return cudaErrorInvalidValue;
   const std::int64_t outputs = n - window + 1;
   if (outputs <= 0) return cudaSuccess;
-  const int sms = sm_count();
   if constexpr (shape::items > 0) {
     if (tile) return launch_window_tiles<shape::threads, shape::items>(in, n, window, out, op, init, stream);
   }
   // Doubling: D holds folds of 2^k elements; `out` accumulates W's binary digits from the lowest.
   Acc* d = static_cast<Acc*>(temp_storage);
   Acc* e = reinterpret_cast<Acc*>(static_cast<char*>(temp_storage) + round_up(sizeof(Acc) * std::size_t(n)));
-  const int blocks = sms * 8, threads = 256;
+  const int blocks = sm_count() * 8, threads = 256;
   window_convert_kernel<Acc><<<blocks, threads, 0, stream>>>(in, n, d);
   std::int64_t covered = 0;  // out[i] holds the fold of in[i, i + covered)
   for (std::int64_t size = 1; size <= window; size *= 2) {
