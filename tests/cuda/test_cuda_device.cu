@@ -353,6 +353,63 @@ TEST(CudaDeviceSegmented, OffsetsInOneArray) {
   for (std::size_t s = 0; s < want.size(); ++s) ASSERT_TRUE(got[s] == want[s]) << "mat2 segment " << s;
 }
 
+// A 4-byte non-commutative element, x -> a*x + b (mod 65521), composed left to right: four of
+// them fill one 16-byte vector of the staged kernel's copies.
+struct affine16 {
+  std::uint16_t a, b;
+  bool operator==(const affine16&) const = default;
+};
+struct affine16_then {  // g after f
+  __host__ __device__ affine16 operator()(const affine16& f, const affine16& g) const {
+    constexpr std::uint32_t p = 65521;
+    return affine16{std::uint16_t(std::uint32_t(f.a) * g.a % p), std::uint16_t((std::uint32_t(f.b) * g.a + g.b) % p)};
+  }
+};
+
+// The staged kernel (short segments in one offsets array, copied into shared memory a tile at a
+// time): the input 0-3 elements past a 16-byte boundary, tiles with a segment too long for
+// shared memory among the short ones (folded from global memory, those over 2048 queued), and a
+// non-commutative 4-byte operator, so that the elements before a tile's first and after its last
+// 16-byte boundary must be folded in order with those in shared memory.
+TEST(CudaDeviceSegmented, OffsetsStagedTilesMisalignedAndNonCommutative) {
+  MR_REQUIRE_GPU();
+  const std::uint64_t seed = seed_for("staged segments");
+  std::mt19937_64 g(seed);
+  const std::size_t n = (1 << 20) + 16;
+  const auto v = random_ints(n, seed);
+  std::vector<affine16> f(n);
+  for (auto& x : f) x = affine16{std::uint16_t(1 + g() % 65520), std::uint16_t(g() % 65521)};
+  dev<int> in(v);
+  dev<affine16> fin(f);
+  mc::workspace ws;
+  for (int shift = 0; shift < 4; ++shift) {
+    const std::int64_t size = std::int64_t(n) - shift;
+    std::vector<std::int64_t> off{std::int64_t(g() % 7)};
+    while (true) {
+      const std::int64_t l = g() % 3000 == 0 ? std::int64_t(3000 + g() % 30000) : std::int64_t(g() % 41);
+      if (off.back() + l > size) break;
+      off.push_back(off.back() + l);
+    }
+    const std::int64_t segments = std::int64_t(off.size()) - 1;
+    SCOPED_TRACE(::testing::Message() << "input shifted by " << shift << ", " << segments << " segments");
+    const std::vector<std::int64_t> b(off.begin(), off.end() - 1), e(off.begin() + 1, off.end());
+    const std::vector<int> vs(v.begin() + shift, v.end());
+    const std::vector<affine16> fs(f.begin() + shift, f.end());
+    std::vector<int> off32(off.begin(), off.end());
+    dev<int> d_off32(off32);
+    dev<std::int64_t> d_off(off);
+    dev<long long> out{std::size_t(segments)};
+    ws.segmented_reduce(in.p + shift, size, out.p, segments, d_off32.p, d_off32.p + 1, multireduce::sum{}, 3LL);
+    EXPECT_EQ(out.get(), reference_segments(vs, b, e, multireduce::sum{}, 3LL));
+    dev<affine16> out_f{std::size_t(segments)};
+    ws.segmented_reduce(fin.p + shift, size, out_f.p, segments, d_off.p, d_off.p + 1, affine16_then{}, affine16{1, 0});
+    const auto got = out_f.get();
+    const auto want = reference_segments(fs, b, e, affine16_then{}, affine16{1, 0});
+    for (std::size_t s = 0; s < want.size(); ++s)
+      ASSERT_TRUE(got[s] == want[s]) << "segment " << s << " [" << b[s] << ", " << e[s] << ")";
+  }
+}
+
 // Overlapping long segments (separate begin and end arrays) need more queue pieces than any
 // disjoint set: the reservations past the capacity are left unused and their groups fold them.
 TEST(CudaDeviceSegmented, OffsetsOverlappingLongSegmentsOverflowTheQueue) {

@@ -4,12 +4,15 @@
 
 #include <cuda_runtime.h>
 
+#include <cuda/ptx>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "../operators.hpp"
 
@@ -176,6 +179,37 @@ __device__ __forceinline__ unsigned ticket_add_acq_rel(unsigned* ticket) {
   return old;
 }
 
+/// atomicAdd(ticket, 1) with release semantics at device scope; returns the old value. The writes
+/// before it are visible to whoever later sees the ticket move; unlike ticket_add_acq_rel the
+/// caller does not wait for the old value until it uses it. The thread that takes the last ticket
+/// calls acquire_fence() before it reads the others' writes.
+__device__ __forceinline__ unsigned ticket_add_release(unsigned* ticket) {
+  unsigned old;
+  asm volatile("atom.release.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(ticket) : "memory");
+  return old;
+}
+
+/// The acquire half of ticket_add_release's pattern: the writes released before the tickets this
+/// thread has seen are visible to its later reads.
+__device__ __forceinline__ void acquire_fence() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+
+/// Copies 16 bytes (both addresses 16-byte aligned) from global to shared memory without holding
+/// them in registers (cp.async, sm_80); wait_async_copies() waits for this thread's copies.
+__device__ __forceinline__ void copy_async16(void* to, const void* from) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(to))),
+               "l"(from)
+               : "memory");
+#else
+  *static_cast<uint4*>(to) = *static_cast<const uint4*>(from);
+#endif
+}
+__device__ __forceinline__ void wait_async_copies() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+
 /// Copies a trivially copyable value word by word with L2-coherent loads (for data written by
 /// other blocks of the same launch).
 template <class T>
@@ -197,18 +231,108 @@ inline std::size_t round_up(std::size_t bytes, std::size_t alignment = 256) {
   return (bytes + alignment - 1) / alignment * alignment;
 }
 
-/// Multiprocessors of the current device (cached per device ordinal).
-inline int sm_count() {
+/// An attribute of the current device, cached per device ordinal; `fallback` when it cannot be read.
+template <cudaDeviceAttr Attribute>
+inline int current_device_attribute(int fallback) {
   int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return 1;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return fallback;
   static int cache[64] = {};
-  if (device < 0 || device >= 64) return 1;
   if (cache[device] == 0) {
-    int count = 1;
-    if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) count = 1;
-    cache[device] = count;
+    int value = fallback;
+    if (cudaDeviceGetAttribute(&value, Attribute, device) != cudaSuccess) value = fallback;
+    cache[device] = value;
   }
   return cache[device];
+}
+
+/// Multiprocessors of the current device.
+inline int sm_count() { return current_device_attribute<cudaDevAttrMultiProcessorCount>(1); }
+
+/// Compute capability major version of the current device.
+inline int device_major() { return current_device_attribute<cudaDevAttrComputeCapabilityMajor>(0); }
+
+// ---- overlapped launches (programmatic dependent launch, sm_90) --------------------------------
+// A kernel launched with launch_overlapped may be scheduled while the kernel before it in the
+// stream is still running, once every block of that kernel has called allow_next_grid() (or
+// exited). Before it reads anything that kernel wrote, it calls wait_for_previous_grid(), which
+// returns once the previous kernel has completed and its writes are visible. Before sm_90 both
+// are no-ops and the launch is an ordinary one.
+
+/// Lets the next kernel in the stream be scheduled (its blocks then wait in wait_for_previous_grid).
+__device__ __forceinline__ void allow_next_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+/// Waits until the previous kernel in the stream has completed and its writes are visible.
+__device__ __forceinline__ void wait_for_previous_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+/// kernel<<<blocks, threads, shared, stream>>>(args...), overlapping the previous kernel's tail on
+/// sm_90 and later (see allow_next_grid / wait_for_previous_grid).
+template <class... Params, class... Args>
+cudaError_t launch_overlapped(void (*kernel)(Params...), int blocks, int threads, std::size_t shared,
+                              cudaStream_t stream, Args&&... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(blocks));
+  config.blockDim = dim3(static_cast<unsigned>(threads));
+  config.dynamicSmemBytes = shared;
+  config.stream = stream;
+  cudaLaunchAttribute overlap{};
+  overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  overlap.val.programmaticStreamSerializationAllowed = 1;
+  if (device_major() >= 9) {
+    config.attrs = &overlap;
+    config.numAttrs = 1;
+  }
+  return cudaLaunchKernelEx(&config, kernel, static_cast<Params>(std::forward<Args>(args))...);
+}
+
+// ---- bulk copies into shared memory (the tensor memory accelerator, sm_90) ---------------------
+// A stage of shared memory is filled by one thread with one bulk copy and announced through an
+// mbarrier: stage_expect(bar, bytes) + stage_bulk_copy(...) by the issuing thread, stage_wait(bar,
+// parity) by every reader (parity: 0 on the first use of `bar`, then alternating). Only launched
+// on sm_90 and later; on older architectures these trap.
+
+__device__ __forceinline__ void stage_barrier_init(std::uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  ::cuda::ptx::mbarrier_init(bar, 1);
+  ::cuda::ptx::fence_mbarrier_init(::cuda::ptx::sem_release, ::cuda::ptx::scope_cluster);
+#else
+  __trap();
+#endif
+}
+
+/// Arrives on `bar` (count 1), expecting `bytes` more from bulk copies (0: the phase completes now).
+__device__ __forceinline__ void stage_expect(std::uint64_t* bar, std::uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  ::cuda::ptx::mbarrier_arrive_expect_tx(::cuda::ptx::sem_release, ::cuda::ptx::scope_cta, ::cuda::ptx::space_shared, bar,
+                                       bytes);
+#else
+  __trap();
+#endif
+}
+
+/// Copies `bytes` (a multiple of 16; both addresses 16-byte aligned) from global to shared memory.
+__device__ __forceinline__ void stage_bulk_copy(void* to, const void* from, std::uint32_t bytes, std::uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  ::cuda::ptx::cp_async_bulk(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, to, from, bytes, bar);
+#else
+  __trap();
+#endif
+}
+
+__device__ __forceinline__ void stage_wait(std::uint64_t* bar, std::uint32_t parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  while (!::cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
+  }
+#else
+  __trap();
+#endif
 }
 
 /// Blocks of `kernel` that fit on the device at once (at least one per SM): the grid of a

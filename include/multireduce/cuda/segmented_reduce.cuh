@@ -14,18 +14,20 @@
 //  - larger L, "block":   one block per segment; when there are too few segments to fill the GPU,
 //                         each segment is cut into pieces, one block each, and a second (group)
 //                         pass folds the pieces of each segment in order.
-// Offsets (begin_offsets[s], end_offsets[s]):
-//  - one offsets array (end_offsets == begin_offsets + 1, CSR) with a mean length up to 64,
-//    "staged": a block of 128 threads takes 128 consecutive segments, stages all their elements
-//    in shared memory (16-byte loads from the aligned boundary before the first, the next
-//    block's offsets loading meanwhile) and each thread folds its own segment there; a block
-//    whose segments span more than 8192 elements takes a warp per segment instead (queueing the
-//    long ones as below);
-//  - otherwise every segment up to 2048 elements is reduced by a group of G lanes, G chosen from
-//    the mean segment length; longer segments are queued instead (one atomicAdd each);
-//  - queued segments are cut into pieces of up to 16384 elements, a block per piece, spread over
-//    all blocks (load balance for skewed lengths); the last block to finish a segment folds its
-//    pieces in order.
+// Offsets (begin_offsets[s], end_offsets[s]), after a one-thread kernel zeroes the long-segment
+// queue (every kernel below overlaps the tail of the one before it on sm_90):
+//  - one offsets array (end_offsets == begin_offsets + 1, CSR) over a pointer with a mean length
+//    up to 40, sm_90: "staged": tiles of 128 consecutive segments, a thread each; thread 0 brings
+//    each tile's elements into shared memory with one bulk copy (TMA), 2 tiles in flight per
+//    block, and each thread folds its own segment there 16 bytes at a time. A tile that does not
+//    fit its 24 KiB stage is folded by a warp per segment from global memory instead, the
+//    segments longer than 2048 queued (one atomicAdd each);
+//  - otherwise: a thread per segment queues those longer than 2048 first; then the long-segment
+//    kernel runs, and a group of G lanes per segment (G chosen from the mean length) folds the
+//    short ones in the SMs that kernel leaves free at its end;
+//  - queued segments are cut into pieces of up to 16384 elements; each block of the long-segment
+//    kernel folds a contiguous run of pieces (load balance for skewed lengths); the block that
+//    takes a segment's last ticket folds its pieces in order.
 // Non-commutative operators: lanes and threads take contiguous runs, folded in order.
 // Deterministic: partitions depend only on the arguments and the device's SM count.
 #pragma once
@@ -259,7 +261,7 @@ inline int pieces_for(std::int64_t segments, std::int64_t length, int resident) 
 // ---- offsets ------------------------------------------------------------------------------------
 
 /// A queued long segment; `first_piece` is its first slot among all pieces.
-struct long_segment {
+struct alignas(16) long_segment {
   std::int64_t segment, begin, end;
   std::int64_t first_piece;
 };
@@ -270,23 +272,47 @@ struct long_queue {
   unsigned long long packed;
 };
 
+/// Where a kernel that may queue long segments finds the queue (zeroed by zero_queue_kernel, the
+/// kernel launched just before it).
+struct queue_ref {
+  long_queue* queue;
+  long_segment* queued;
+  unsigned* tickets;  // one per queued segment, zeroed when the segment is queued
+  std::int64_t capacity, piece_capacity;
+};
+
+/// Zeroes the queue header. The kernel after it is an overlapped launch: it waits for this one
+/// only before it first queues a segment.
+static __global__ void zero_queue_kernel(long_queue* queue) {  // static: one copy per translation unit
+  allow_next_grid();
+  queue->packed = 0;
+}
+
 /// Appends a long segment unless the queue is full (then the caller reduces it itself). One
 /// atomicAdd reserves the slot and the pieces (a compare-and-swap loop here made many queueing
 /// warps retry one another: measured on the H200). A reservation past either capacity is left
 /// unused: its slot, if it exists, is marked with segment -1, and the long-segment kernel skips
 /// pieces that no written slot owns.
-__device__ inline bool try_queue(long_queue* queue, long_segment* queued, std::int64_t capacity,
-                                 std::int64_t piece_capacity, std::int64_t s, std::int64_t begin, std::int64_t end) {
+__device__ inline bool try_queue(const queue_ref& q, std::int64_t s, std::int64_t begin, std::int64_t end) {
+  wait_for_previous_grid();  // the queue header has been zeroed
   const auto pieces = static_cast<unsigned long long>((end - begin + long_segment_piece - 1) / long_segment_piece);
-  const unsigned long long old = atomicAdd(&queue->packed, (1ull << 32) + pieces);
+  const unsigned long long old = atomicAdd(&q.queue->packed, (1ull << 32) + pieces);
   const auto slot = static_cast<std::int64_t>(old >> 32), first_piece = static_cast<std::int64_t>(old & 0xffffffffull);
-  if (slot >= capacity) return false;
-  if (first_piece + static_cast<std::int64_t>(pieces) > piece_capacity) {
-    queued[slot] = long_segment{-1, 0, 0, first_piece};
+  if (slot >= q.capacity) return false;
+  q.tickets[slot] = 0;
+  if (first_piece + static_cast<std::int64_t>(pieces) > q.piece_capacity) {
+    q.queued[slot] = long_segment{-1, 0, 0, first_piece};
     return false;
   }
-  queued[slot] = long_segment{s, begin, end, first_piece};
+  q.queued[slot] = long_segment{s, begin, end, first_piece};
   return true;
+}
+
+/// Called once per block, at its end, by every kernel that may queue: the block waits for the
+/// zeroing kernel, so that this kernel completes only after it (the long-segment kernel, which
+/// waits for this one, then reads a zeroed or filled queue).
+__device__ __forceinline__ void queue_kernel_done() {
+  if (threadIdx.x == 0) wait_for_previous_grid();
 }
 
 /// A group of G lanes reduces segment s = [begin, end) into out[s], or queues it for the
@@ -295,172 +321,333 @@ __device__ inline bool try_queue(long_queue* queue, long_segment* queued, std::i
 template <int G, class It, class Out, class Acc, class Op>
 __device__ __forceinline__ void fold_or_queue(cuda_lane& lane, It in, Out out, std::int64_t s, bool valid,
                                               std::int64_t begin, std::int64_t end, const Op& op, const Acc& init,
-                                              long_queue* queue, long_segment* queued, std::int64_t capacity,
-                                              std::int64_t piece_capacity) {
+                                              const queue_ref& q) {
   const bool leader = (lane.id() & (G - 1)) == 0;
   int queued_here = 0;
-  if (valid && capacity > 0 && end - begin > long_segment_min && leader)
-    queued_here = try_queue(queue, queued, capacity, piece_capacity, s, begin, end);
+  if (valid && q.capacity > 0 && end - begin > long_segment_min && leader) queued_here = try_queue(q, s, begin, end);
   const bool is_long = __shfl_sync(0xffffffffu, queued_here, 0, G) != 0;
   const auto r = group_fold<G, It, Acc>(lane, in, begin, is_long ? begin : end, op);
   if (valid && !is_long && leader) out[s] = partial<Acc, Op>::finish(op, init, r);
 }
 
-template <int G, class It, class Out, class OffIt, class Acc, class Op>
+/// Segments reduced by groups of G lanes, 32/G segments per warp at a time. ShortOnly: only the
+/// segments up to long_segment_min long (queue_long_segments_kernel and the long-segment kernel
+/// take the others); this kernel runs in the long-segment kernel's tail and completes after it.
+template <int G, bool ShortOnly, class It, class Out, class OffIt, class Acc, class Op>
 __global__ void __launch_bounds__(256)
     group_offset_segments_kernel(It in, Out out, std::int64_t segments, OffIt begin_offsets, OffIt end_offsets,
-                                 Op op, Acc init, long_queue* queue, long_segment* queued, std::int64_t capacity,
-                                 std::int64_t piece_capacity) {
+                                 Op op, Acc init) {
   cuda_lane lane;
   const std::int64_t group = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / G;
   const std::int64_t groups = std::int64_t(gridDim.x) * blockDim.x / G;
   const std::int64_t warp_first = (std::int64_t(blockIdx.x) * blockDim.x + (threadIdx.x & ~31u)) / G;
+  const bool leader = (lane.id() & (G - 1)) == 0;
   for (std::int64_t base = warp_first; base < segments; base += groups) {
     const std::int64_t s = base + (group - warp_first);
     std::int64_t begin = 0, end = 0;
     if (s < segments) begin = static_cast<std::int64_t>(begin_offsets[s]), end = static_cast<std::int64_t>(end_offsets[s]);
-    fold_or_queue<G>(lane, in, out, s, s < segments, begin, end, op, init, queue, queued, capacity, piece_capacity);
+    const bool mine = s < segments && !(ShortOnly && end - begin > long_segment_min);
+    const auto r = group_fold<G, It, Acc>(lane, in, begin, mine ? end : begin, op);
+    if (mine && leader) out[s] = partial<Acc, Op>::finish(op, init, r);
+  }
+  if constexpr (ShortOnly) {
+    if (threadIdx.x == 0) wait_for_previous_grid();  // so that the call is complete when this kernel is
   }
 }
 
+/// Offsets: queues every segment longer than long_segment_min (a thread per segment, one round
+/// of loads), so that the long-segment kernel can start before the short segments are done. A
+/// segment the queue has no room for (only overlapping segments can overflow it) is folded here
+/// by the whole warp.
+template <class It, class Out, class OffIt, class Acc, class Op>
+__global__ void __launch_bounds__(256)
+    queue_long_segments_kernel(It in, Out out, std::int64_t segments, OffIt begin_offsets, OffIt end_offsets, Op op,
+                               Acc init, queue_ref q) {
+  allow_next_grid();
+  cuda_lane lane;
+  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+  for (std::int64_t base = std::int64_t(blockIdx.x) * blockDim.x + (threadIdx.x & ~31u); base < segments;
+       base += stride) {
+    const std::int64_t s = base + lane.id();
+    std::int64_t begin = 0, end = 0;
+    if (s < segments) begin = static_cast<std::int64_t>(begin_offsets[s]), end = static_cast<std::int64_t>(end_offsets[s]);
+    const bool unqueued = s < segments && end - begin > long_segment_min && !try_queue(q, s, begin, end);
+    for (unsigned left = __ballot_sync(0xffffffffu, unqueued); left != 0; left &= left - 1) {
+      const int from = __ffs(left) - 1;
+      const std::int64_t ss = __shfl_sync(0xffffffffu, s, from);
+      const auto r = group_fold<32, It, Acc>(lane, in, __shfl_sync(0xffffffffu, begin, from),
+                                             __shfl_sync(0xffffffffu, end, from), op);
+      if (lane.id() == 0) out[ss] = partial<Acc, Op>::finish(op, init, r);
+    }
+  }
+  queue_kernel_done();
+}
+
+/// Loads element i with an L2-coherent load (data written by other blocks of the same launch).
+template <class T>
+struct coherent_ptr {
+  const T* p;
+  __device__ T operator[](std::int64_t i) const { return load_coherent(p + i); }
+  __device__ T operator*() const { return load_coherent(p); }
+};
+
+/// The queue slot that owns `piece`: the last slot with first_piece <= piece (slots' first pieces
+/// increase). Every lane of the warp gets it; a 32-way search, so 2 rounds of loads for up to
+/// 1024 slots and 3 for 32768.
+__device__ inline int find_owner(const cuda_lane& lane, const long_segment* queued, int count, std::int64_t piece) {
+  int lo = 0, hi = count;  // queued[lo].first_piece <= piece (slot 0 starts at piece 0)
+  while (hi - lo > 1) {
+    const int step = (hi - lo + 31) / 32;
+    const int probe = lo + lane.id() * step;
+    const bool at_or_below = probe < hi && queued[probe].first_piece <= piece;
+    const int below = __popc(__ballot_sync(0xffffffffu, at_or_below));  // >= 1: lane 0 probes lo
+    lo += (below - 1) * step;
+    hi = lo + step < hi ? lo + step : hi;
+  }
+  return lo;
+}
+
+/// Queued segments, cut into pieces of long_segment_piece elements. Block b folds the pieces
+/// [total*b/grid, total*(b+1)/grid), a contiguous run: thread 0 finds the owner of the first
+/// piece by a search and then walks forward, keeping its place in shared memory and copying the
+/// next queue slot there asynchronously a piece ahead (so that the fold, which all threads do,
+/// holds no bookkeeping in registers: at 64 registers only 4 blocks of 256 fit an SM, too few
+/// loads in flight, measured on the H200; and so that no piece waits for a slot's load). A
+/// piece's fold goes to `pieces`; thread 0 then takes the segment's ticket, which is checked only
+/// after the next piece: the block that took a segment's last ticket folds its pieces in order
+/// into out, with warp 0.
 template <int BlockThreads, class It, class Out, class Acc, class Op>
 __global__ void __launch_bounds__(BlockThreads)
-    long_segments_kernel(It in, Out out, Op op, Acc init, const long_queue* queue, const long_segment* queued,
-                         std::int64_t capacity, std::int64_t piece_capacity, unsigned* tickets, Acc* pieces) {
+    long_segments_kernel(It in, Out out, Op op, Acc init, queue_ref q, Acc* pieces) {
   using P = partial<Acc, Op>;
   __shared__ block_reduce_storage<typename P::type, BlockThreads> storage;
-  __shared__ bool is_last;
+  __shared__ struct {
+    int count, slot;
+    long_segment seg;       // slot's segment
+    long_segment ahead[2];  // slot + 1's in ahead[(slot + 1) & 1], copied asynchronously
+    long_segment pending;   // the previous piece's segment, its piece count in `end`
+    std::int64_t begin, end;  // this piece's elements (begin == end: none, a reservation left unused)
+  } walk;
+  allow_next_grid();         // the short segments' kernel fills the SMs this one leaves
+  wait_for_previous_grid();  // the queue is complete
   cuda_lane lane;
-  const unsigned long long packed = queue->packed;
-  const int count = static_cast<int>(min(static_cast<long long>(packed >> 32), static_cast<long long>(capacity)));
-  const std::int64_t total = min(static_cast<std::int64_t>(packed & 0xffffffffull), piece_capacity);
-  for (std::int64_t piece = blockIdx.x; piece < total; piece += gridDim.x) {
-    int lo = 0, hi = count - 1;  // the last queued segment with first_piece <= piece
-    while (lo < hi) {
-      const int mid = (lo + hi + 1) / 2;
-      if (queued[mid].first_piece <= piece) lo = mid;
-      else hi = mid - 1;
+  const unsigned long long packed = q.queue->packed;
+  const std::int64_t total = min(static_cast<std::int64_t>(packed & 0xffffffffull), q.piece_capacity);
+  const std::int64_t first = total * blockIdx.x / gridDim.x, last = total * (blockIdx.x + 1) / gridDim.x;
+  if (first >= last) return;
+  auto copy_ahead = [&](int slot) {  // thread 0: queued[slot] into walk.ahead[slot & 1]
+    long_segment& to = walk.ahead[slot & 1];
+    if (slot < walk.count) {
+      copy_async16(&to, q.queued + slot);
+      copy_async16(reinterpret_cast<char*>(&to) + 16, reinterpret_cast<const char*>(q.queued + slot) + 16);
+    } else {
+      to = long_segment{-1, 0, 0, INT64_MAX};
     }
-    const long_segment seg = queued[lo];
-    const std::int64_t k = piece - seg.first_piece;
-    const std::int64_t piece_count = (seg.end - seg.begin + long_segment_piece - 1) / long_segment_piece;
-    if (seg.segment < 0 || k >= piece_count)
-      continue;  // a reservation left unused (block-uniform: every thread read the same slot)
-    const std::int64_t begin = seg.begin + k * long_segment_piece;
-    const std::int64_t end = begin + long_segment_piece < seg.end ? begin + long_segment_piece : seg.end;
-    const auto r = block_fold<BlockThreads, It, Acc>(lane, in, begin, end, op, storage);
-    if (threadIdx.x == 0) {
-      pieces[piece] = P::value(r);  // pieces are never empty
-      is_last = ticket_add_acq_rel(tickets + lo) == piece_count - 1;  // release and acquire
+  };
+  if (lane.warp_id() == 0) {
+    const int count = static_cast<int>(min(static_cast<long long>(packed >> 32), static_cast<long long>(q.capacity)));
+    const int slot = find_owner(lane, q.queued, count, first);
+    if (lane.id() == 0) {
+      walk.count = count;
+      walk.slot = slot;
+      walk.seg = q.queued[slot];
+      walk.pending.segment = -1;
+      copy_ahead(slot + 1);
     }
-    __syncthreads();
-    if (is_last && threadIdx.x == 0) {
-      Acc folded = init;
-      for (std::int64_t j = 0; j < piece_count; ++j) folded = op(folded, load_coherent(pieces + seg.first_piece + j));
-      out[seg.segment] = folded;
-    }
-    __syncthreads();
   }
+  unsigned ticket = 0;  // thread 0: the old value of the previous piece's ticket, read after the next fold
+  auto finish_pending = [&] {  // warp 0
+    const unsigned seen = __shfl_sync(0xffffffffu, ticket, 0);
+    if (walk.pending.segment < 0 || seen != walk.pending.end - 1) return;
+    acquire_fence();  // every piece of the segment is visible
+    const auto r = group_fold<32, coherent_ptr<Acc>, Acc>(lane, coherent_ptr<Acc>{pieces}, walk.pending.first_piece,
+                                                           walk.pending.first_piece + walk.pending.end, op);
+    if (lane.id() == 0) out[walk.pending.segment] = P::finish(op, init, r);
+  };
+  for (std::int64_t piece = first; piece < last; ++piece) {
+    if (threadIdx.x == 0) {
+      wait_async_copies();
+      const long_segment& next = walk.ahead[(walk.slot + 1) & 1];
+      if (piece >= next.first_piece) {  // the next segment starts
+        walk.seg = next;
+        copy_ahead(++walk.slot + 1);
+      }
+      const long_segment& seg = walk.seg;
+      const std::int64_t begin = seg.begin + (piece - seg.first_piece) * long_segment_piece;
+      walk.begin = walk.end = 0;
+      if (seg.segment >= 0 && begin < seg.end)  // else a reservation left unused
+        walk.begin = begin, walk.end = begin + long_segment_piece < seg.end ? begin + long_segment_piece : seg.end;
+    }
+    __syncthreads();
+    const std::int64_t begin = walk.begin, end = walk.end;
+    if (begin == end) {  // block-uniform
+      __syncthreads();   // everyone has read walk before thread 0 writes the next piece's
+      continue;
+    }
+    const auto r = block_fold<BlockThreads, It, Acc>(lane, in, begin, end, op, storage);
+    if (lane.warp_id() == 0) {
+      finish_pending();
+      __syncwarp();  // warp 0 has read walk.pending
+      if (threadIdx.x == 0) {
+        pieces[piece] = P::value(r);  // pieces are never empty
+        ticket = ticket_add_release(q.tickets + walk.slot);
+        walk.pending = walk.seg;
+        walk.pending.end = (walk.seg.end - walk.seg.begin + long_segment_piece - 1) / long_segment_piece;
+      }
+      __syncwarp();
+    }
+  }
+  __syncthreads();  // (the compiler may read walk.pending in every thread)
+  if (lane.warp_id() == 0) finish_pending();
 }
 
-/// Short segments from one offsets array (CSR: end_offsets == begin_offsets + 1): a block takes
-/// Threads consecutive segments, one per thread, stages all their elements (up to
-/// staged_segment_elements) in shared memory with coalesced loads, 4 in flight per thread, and
-/// each thread folds its own segment there. A block whose segments span more falls back to a warp
-/// per segment from global memory, queueing those longer than long_segment_min.
-inline constexpr int staged_segment_threads = 128;
-template <class T>
-inline constexpr int staged_segment_elements = int(32768 / sizeof(T)) < 8192 ? int(32768 / sizeof(T)) : 8192;
+/// Short segments from one offsets array (CSR: end_offsets == begin_offsets + 1), on sm_90 and
+/// later, over a pointer: a tile is Threads consecutive segments, one per thread. Thread 0 brings
+/// each tile's elements into shared memory with one bulk copy (the tensor memory accelerator),
+/// Stages tiles ahead, so that the block's loads never wait for its folds; each thread folds its
+/// own segment there. The copies are whole 16-byte vectors, from the boundary at or before a
+/// tile's first element to the one at or after its last; only at the ends of the array, where
+/// such a boundary lies outside it, do a few elements come from global memory instead. A tile whose elements do not fit a stage is folded by a warp per
+/// segment from global memory instead, the segments longer than long_segment_min queued.
+/// 4 blocks of 128 threads per SM, each with 2 stages of 24 KiB: the folds are what limits this
+/// kernel (dependent shared-memory loads), so it wants warps more than loads in flight (3 stages
+/// of 32 KiB, 2 blocks per SM: 64% of copy, measured on the H200).
+inline constexpr int staged_segment_threads = 128, staged_segment_stages = 2;
+inline constexpr int staged_stage_bytes = 24576;
+/// Mean segment length up to which tiles of staged_segment_threads segments are expected to fit
+/// a stage of floats (5120 of 6144 elements).
+inline constexpr int staged_mean_max = 40;
 
-/// The offsets a block of staged_offset_segments_kernel needs for segments s0 .. s0+Threads-1.
-struct staged_tile {
-  std::int64_t first, last, begin, end;  // the block's element range; this thread's segment
+/// Where a staged tile's elements are: [copied_begin, copied_end) in shared memory (whole 16-byte
+/// vectors), or nothing when `fits` is false.
+struct staged_span {
+  std::int64_t copied_begin, copied_end;
+  bool fits;
 };
-template <int Threads, class OffIt>
-__device__ __forceinline__ staged_tile load_staged_tile(OffIt offsets, std::int64_t segments, std::int64_t s0) {
-  staged_tile t{0, 0, 0, 0};
-  if (s0 >= segments) return t;
-  const std::int64_t s = s0 + threadIdx.x, last_segment = s0 + Threads < segments ? s0 + Threads : segments;
-  t.first = static_cast<std::int64_t>(offsets[s0]);
-  t.last = static_cast<std::int64_t>(offsets[last_segment]);
-  t.begin = t.end = t.first;
-  if (s < segments) t.begin = static_cast<std::int64_t>(offsets[s]), t.end = static_cast<std::int64_t>(offsets[s + 1]);
-  return t;
-}
 
-template <int Threads, class It, class Out, class OffIt, class Acc, class Op>
+template <int Threads, int Stages, class T, class Out, class OffIt, class Acc, class Op>
 __global__ void __launch_bounds__(Threads)
-    staged_offset_segments_kernel(It in, Out out, std::int64_t segments, OffIt offsets, Op op, Acc init,
-                                  long_queue* queue, long_segment* queued, std::int64_t capacity,
-                                  std::int64_t piece_capacity) {
-  using T = std::remove_cv_t<std::remove_reference_t<decltype(*in)>>;
+    staged_offset_segments_kernel(const T* in, std::int64_t n, Out out, std::int64_t segments, OffIt offsets, Op op,
+                                  Acc init, queue_ref q) {
   using P = partial<Acc, Op>;
-  constexpr int tile = staged_segment_elements<T>;
-  constexpr int V = std::is_pointer_v<It> ? vector_elements<T> : 1, vectors_in_flight = 4;
-  __shared__ __align__(16) T values[tile];
+  constexpr int stage_elements = staged_stage_bytes / int(sizeof(T));
+  constexpr int V = 16 / int(sizeof(T));  // elements per 16-byte vector
+  extern __shared__ __align__(128) unsigned char shared_bytes[];  // Stages buffers of staged_stage_bytes
+  __shared__ std::uint64_t full[Stages];
+  __shared__ staged_span spans[Stages];
+  allow_next_grid();
   const partial_op<Acc, Op> pop{op};
   cuda_lane lane;
-  const std::int64_t stride = std::int64_t(gridDim.x) * Threads;
-  staged_tile next = load_staged_tile<Threads>(offsets, segments, std::int64_t(blockIdx.x) * Threads);
-  for (std::int64_t s0 = std::int64_t(blockIdx.x) * Threads; s0 < segments; s0 += stride) {
-    const staged_tile t = next;
-    const std::int64_t s = s0 + threadIdx.x;
-    // Stage from the 16-byte boundary at or before `first` (when that lies inside the array), so
-    // whole vectors load; values[i] is element origin + i.
-    std::int64_t lead = 0;
-    if constexpr (V > 1) {
-      lead = static_cast<std::int64_t>((reinterpret_cast<std::uintptr_t>(in + t.first) % 16) / sizeof(T));
-      if (lead > t.first) lead = 0;
+  const std::int64_t tiles = (segments + Threads - 1) / Threads;
+  auto tile_of = [&](std::int64_t j) { return std::int64_t(blockIdx.x) + j * gridDim.x; };  // the block's j-th tile
+  auto buffer = [&](int stage) { return reinterpret_cast<T*>(shared_bytes + std::size_t(stage) * staged_stage_bytes); };
+  // Thread 0: the element range of the block's j-th tile, loaded a tile before it is issued.
+  struct bounds {
+    std::int64_t first = 0, last = 0;
+  };
+  auto load_bounds = [&](std::int64_t j) {
+    bounds b;
+    const std::int64_t tile = tile_of(j);
+    if (tile < tiles) {
+      const std::int64_t s0 = tile * Threads, s1 = s0 + Threads < segments ? s0 + Threads : segments;
+      b.first = static_cast<std::int64_t>(offsets[s0]);
+      b.last = static_cast<std::int64_t>(offsets[s1]);
     }
-    const std::int64_t origin = t.first - lead, count = t.last - origin;
-    if (count <= tile) {  // the block's choice: stage, then a thread per segment
-      int whole = 0;  // whole vectors staged
-      if constexpr (V > 1) {
-        if (reinterpret_cast<std::uintptr_t>(in + origin) % 16 == 0) whole = static_cast<int>(count / V);
-        const auto* from = reinterpret_cast<const vector16<T>*>(in + origin);
-        auto* to = reinterpret_cast<vector16<T>*>(values);
-        for (int c = 0; c < whole; c += Threads * vectors_in_flight) {
-          vector16<T> staged[vectors_in_flight];
-#pragma unroll
-          for (int k = 0; k < vectors_in_flight; ++k) {
-            const int i = c + k * Threads + static_cast<int>(threadIdx.x);
-            if (i < whole) staged[k] = load_vector(from + i);
-          }
-#pragma unroll
-          for (int k = 0; k < vectors_in_flight; ++k) {
-            const int i = c + k * Threads + static_cast<int>(threadIdx.x);
-            if (i < whole) to[i] = staged[k];
-          }
-        }
-      }
-      for (int i = whole * V + static_cast<int>(threadIdx.x); i < count; i += Threads) values[i] = in[origin + i];
-      next = load_staged_tile<Threads>(offsets, segments, s0 + stride);  // in flight during the fold
-      __syncthreads();
+    return b;
+  };
+  auto issue = [&](std::int64_t j, bounds b) {  // thread 0: the j-th tile into stage j % Stages
+    if (tile_of(j) >= tiles) return;
+    const int stage = static_cast<int>(j % Stages);
+    auto lead = [&](std::int64_t i) {  // elements of in[i]'s 16 bytes before it
+      return static_cast<std::int64_t>((reinterpret_cast<std::uintptr_t>(in + i) % 16) / sizeof(T));
+    };
+    std::int64_t c0 = b.first - lead(b.first);
+    if (c0 < 0) c0 += V;  // `in` itself is not 16-byte aligned: start at its first boundary
+    std::int64_t c1 = b.last - lead(b.last);  // the boundary at or before `last`, or the one after
+    if (c1 < b.last && c1 + V <= n) c1 += V;    // when it is still inside the array
+    if (c1 < c0) c1 = c0;
+    const bool fits = b.last - b.first <= stage_elements && c1 - c0 <= stage_elements;
+    spans[stage] = staged_span{c0, c1, fits};
+    const auto bytes = fits ? static_cast<std::uint32_t>((c1 - c0) * sizeof(T)) : 0u;
+    stage_expect(&full[stage], bytes);  // releases spans[stage]
+    if (bytes > 0) stage_bulk_copy(buffer(stage), in + c0, bytes, &full[stage]);
+  };
+  bounds ahead{};
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < Stages; ++s) stage_barrier_init(&full[s]);
+    for (int j = 0; j < Stages; ++j) issue(j, load_bounds(j));
+    ahead = load_bounds(Stages);
+  }
+  __syncthreads();
+  // This thread's segment of the block's j-th tile, loaded a tile ahead.
+  auto load_own = [&](std::int64_t j) {
+    bounds b;
+    const std::int64_t s = tile_of(j) * Threads + threadIdx.x;
+    if (s < segments) b.first = static_cast<std::int64_t>(offsets[s]), b.last = static_cast<std::int64_t>(offsets[s + 1]);
+    return b;
+  };
+  bounds own = load_own(0);
+  for (std::int64_t j = 0; tile_of(j) < tiles; ++j) {
+    const int stage = static_cast<int>(j % Stages);
+    const std::int64_t s0 = tile_of(j) * Threads, s = s0 + threadIdx.x;
+    const bounds mine = own;
+    own = load_own(j + 1);
+    stage_wait(&full[stage], static_cast<std::uint32_t>((j / Stages) & 1));
+    const staged_span span = spans[stage];
+    if (span.fits) {
       typename P::type acc = P::empty();
-      for (int i = static_cast<int>(t.begin - origin); i < static_cast<int>(t.end - origin); ++i)
-        acc = pop(acc, P::of(static_cast<Acc>(values[i])));
+      const std::int64_t head_end = mine.last < span.copied_begin ? mine.last : span.copied_begin;
+      for (std::int64_t i = mine.first; i < head_end; ++i) acc = pop(acc, P::of(static_cast<Acc>(in[i])));
+      const int lo = static_cast<int>((mine.first > span.copied_begin ? mine.first : span.copied_begin) - span.copied_begin);
+      const int hi = static_cast<int>((mine.last < span.copied_end ? mine.last : span.copied_end) - span.copied_begin);
+      if (lo < hi) {  // 16 bytes at a time: the first and last vectors masked, those between whole
+        const auto* vectors = reinterpret_cast<const vector16<T>*>(buffer(stage));
+        const int first_vector = lo / V, last_vector = (hi - 1) / V;
+        auto fold_masked = [&](int c) {
+          const vector16<T> x = vectors[c];
+#pragma unroll
+          for (int u = 0; u < V; ++u)
+            if (c * V + u >= lo && c * V + u < hi) acc = pop(acc, P::of(static_cast<Acc>(x.v[u])));
+        };
+        fold_masked(first_vector);
+#pragma unroll 2
+        for (int c = first_vector + 1; c < last_vector; ++c) {
+          const vector16<T> x = vectors[c];
+#pragma unroll
+          for (int u = 0; u < V; ++u) acc = pop(acc, P::of(static_cast<Acc>(x.v[u])));
+        }
+        if (last_vector > first_vector) fold_masked(last_vector);
+      }
+      for (std::int64_t i = mine.first > span.copied_end ? mine.first : span.copied_end; i < mine.last; ++i)
+        acc = pop(acc, P::of(static_cast<Acc>(in[i])));
       if (s < segments) out[s] = P::finish(op, init, acc);
-      __syncthreads();
     } else {  // long segments among them: a warp per segment, the longest queued
-      next = load_staged_tile<Threads>(offsets, segments, s0 + stride);
       const std::int64_t last_segment = s0 + Threads < segments ? s0 + Threads : segments;
       for (int k = 0; k < Threads; k += Threads / 32) {
         const std::int64_t seg = s0 + k + lane.warp_id();
         if (seg >= last_segment) break;  // whole warps
         fold_or_queue<32>(lane, in, out, seg, true, static_cast<std::int64_t>(offsets[seg]),
-                          static_cast<std::int64_t>(offsets[seg + 1]), op, init, queue, queued, capacity, piece_capacity);
+                          static_cast<std::int64_t>(offsets[seg + 1]), op, init, q);
       }
     }
+    __syncthreads();  // the stage has been read: thread 0 refills it
+    if (threadIdx.x == 0) {
+      issue(j + Stages, ahead);
+      ahead = load_bounds(j + Stages + 1);
+    }
   }
+  queue_kernel_done();
 }
 
-template <int G, class It, class Out, class OffIt, class Acc, class Op>
+/// The group kernel, G chosen by the caller: every segment (fixed lengths, an ordinary launch) or
+/// only the short ones (offsets, launched to overlap the long-segment kernel's tail).
+template <int G, bool ShortOnly, class It, class Out, class OffIt, class Acc, class Op>
 cudaError_t launch_group_offsets(It in, Out out, std::int64_t segments, OffIt b, OffIt e, Op op, Acc init,
-                                 long_queue* queue, long_segment* queued, std::int64_t capacity,
-                                 std::int64_t piece_capacity, cudaStream_t stream) {
+                                 cudaStream_t stream) {
   const int blocks = grid_for(segments * G, 256, sm_count() * 8 * 16);
-  group_offset_segments_kernel<G><<<blocks, 256, 0, stream>>>(in, out, segments, b, e, op, init, queue, queued,
-                                                               capacity, piece_capacity);
+  auto kernel = group_offset_segments_kernel<G, ShortOnly, It, Out, OffIt, Acc, Op>;
+  if constexpr (ShortOnly) return launch_overlapped(kernel, blocks, 256, 0, stream, in, out, segments, b, e, op, init);
+  kernel<<<blocks, 256, 0, stream>>>(in, out, segments, b, e, op, init);
   return cudaPeekAtLastError();
 }
 
@@ -529,10 +716,10 @@ cudaError_t launch_short_fixed(It in, Out out, std::int64_t segments, std::int64
   }
   // The offsets kernel with computed offsets and no queue (every segment is short here).
   const fixed_offsets b{length, 0}, e{length, length};
-  if (length <= 32) return launch_group_offsets<4>(in, out, segments, b, e, op, init, nullptr, nullptr, 0, 0, stream);
-  if (length <= 64) return launch_group_offsets<8>(in, out, segments, b, e, op, init, nullptr, nullptr, 0, 0, stream);
-  if (length <= 128) return launch_group_offsets<16>(in, out, segments, b, e, op, init, nullptr, nullptr, 0, 0, stream);
-  return launch_group_offsets<32>(in, out, segments, b, e, op, init, nullptr, nullptr, 0, 0, stream);
+  if (length <= 32) return launch_group_offsets<4, false>(in, out, segments, b, e, op, init, stream);
+  if (length <= 64) return launch_group_offsets<8, false>(in, out, segments, b, e, op, init, stream);
+  if (length <= 128) return launch_group_offsets<16, false>(in, out, segments, b, e, op, init, stream);
+  return launch_group_offsets<32, false>(in, out, segments, b, e, op, init, stream);
 }
 
 template <class It, class Out, class Acc, class Op>
@@ -575,10 +762,10 @@ cudaError_t segmented_reduce(void* temp_storage, std::size_t& temp_bytes, It in,
   if (most_long > segments) most_long = segments;
   const std::int64_t most_pieces = n / long_segment_piece + most_long + 64;
   const std::size_t queue_bytes = round_up(sizeof(long_queue));
-  const std::size_t ticket_bytes_total = round_up(sizeof(unsigned) * std::size_t(most_long + 1));
+  const std::size_t ticket_bytes = round_up(sizeof(unsigned) * std::size_t(most_long + 1));
   const std::size_t queued_bytes = round_up(sizeof(long_segment) * std::size_t(most_long + 1));
   const std::size_t piece_bytes = round_up(sizeof(Acc) * std::size_t(most_pieces + 1));
-  const std::size_t needed = queue_bytes + ticket_bytes_total + queued_bytes + piece_bytes;
+  const std::size_t needed = queue_bytes + ticket_bytes + queued_bytes + piece_bytes;
   if (temp_storage == nullptr) {
     temp_bytes = needed;
     return cudaSuccess;
@@ -586,34 +773,60 @@ cudaError_t segmented_reduce(void* temp_storage, std::size_t& temp_bytes, It in,
   if (temp_bytes < needed) return cudaErrorInvalidValue;
   if (segments == 0) return cudaSuccess;
   char* t = static_cast<char*>(temp_storage);
-  auto* queue = reinterpret_cast<long_queue*>(t);
-  auto* tickets = reinterpret_cast<unsigned*>(t + queue_bytes);
-  auto* queued = reinterpret_cast<long_segment*>(t + queue_bytes + ticket_bytes_total);
-  auto* pieces = reinterpret_cast<Acc*>(t + queue_bytes + ticket_bytes_total + queued_bytes);
-  if (const cudaError_t e = cudaMemsetAsync(t, 0, queue_bytes + ticket_bytes_total, stream); e != cudaSuccess)
-    return e;
-  const std::int64_t mean = n / segments;
-  cudaError_t e;
-  bool one_array = false;
-  if constexpr (std::is_pointer_v<OffIt>) one_array = end_offsets == begin_offsets + 1;
-  if (one_array && mean <= 64) {  // short segments in one array: staged through shared memory
-    constexpr int threads = staged_segment_threads;
-    staged_offset_segments_kernel<threads><<<grid_for(segments, threads, sm_count() * 16), threads, 0, stream>>>(
-        in, out, segments, begin_offsets, op, init, queue, queued, most_long, most_pieces);
-    e = cudaPeekAtLastError();
-  } else if (mean <= 8) e = launch_group_offsets<1>(in, out, segments, begin_offsets, end_offsets, op, init, queue, queued, most_long, most_pieces, stream);
-  else if (mean <= 24) e = launch_group_offsets<4>(in, out, segments, begin_offsets, end_offsets, op, init, queue, queued, most_long, most_pieces, stream);
-  else if (mean <= 48) e = launch_group_offsets<8>(in, out, segments, begin_offsets, end_offsets, op, init, queue, queued, most_long, most_pieces, stream);
-  else if (mean <= 96) e = launch_group_offsets<16>(in, out, segments, begin_offsets, end_offsets, op, init, queue, queued, most_long, most_pieces, stream);
-  else e = launch_group_offsets<32>(in, out, segments, begin_offsets, end_offsets, op, init, queue, queued, most_long, most_pieces, stream);
-  if (e != cudaSuccess) return e;
+  const queue_ref q{reinterpret_cast<long_queue*>(t), reinterpret_cast<long_segment*>(t + queue_bytes + ticket_bytes),
+                    reinterpret_cast<unsigned*>(t + queue_bytes), most_long, most_pieces};
+  auto* pieces = reinterpret_cast<Acc*>(t + queue_bytes + ticket_bytes + queued_bytes);
+  // Each kernel overlaps the tail of the one before (sm_90). The queue is zeroed; then either the
+  // staged kernel folds short segments and queues the long ones it meets, and the long-segment
+  // kernel folds those; or the long segments are queued first, the long-segment kernel folds
+  // them and the group kernel folds the short ones in the SMs it leaves free.
+  zero_queue_kernel<<<1, 1, 0, stream>>>(q.queue);
+  if (const cudaError_t e = cudaPeekAtLastError(); e != cudaSuccess) return e;
   constexpr int threads = 256;
-  // One wave of resident blocks: a grid of 8 per SM with only 5 resident (48 registers) left the
-  // last 40% of blocks to start after the first ones had done all their pieces (H200).
   auto long_kernel = long_segments_kernel<threads, It, Out, Acc, Op>;
-  long_kernel<<<resident_grid(long_kernel, threads), threads, 0, stream>>>(in, out, op, init, queue, queued, most_long,
-                                                                           most_pieces, tickets, pieces);
-  return cudaPeekAtLastError();
+  auto fold_long = [&] {
+    // One wave of resident blocks: a grid of 8 per SM with only 5 resident (48 registers) left the
+    // last 40% of blocks to start after the first ones had done all their pieces (H200).
+    return launch_overlapped(long_kernel, resident_grid(long_kernel, threads), threads, 0, stream, in, out, op, init, q,
+                             pieces);
+  };
+  const std::int64_t mean = n / segments;
+  bool one_array = false;
+  if constexpr (std::is_pointer_v<OffIt> && std::is_pointer_v<It>) {
+    using T = std::remove_cv_t<std::remove_pointer_t<It>>;
+    one_array = end_offsets == begin_offsets + 1 && 16 % sizeof(T) == 0 &&
+                reinterpret_cast<std::uintptr_t>(in) % sizeof(T) == 0 && device_major() >= 9;
+  }
+  if (one_array && mean <= staged_mean_max) {  // short segments in one array: staged through shared memory
+    if constexpr (std::is_pointer_v<OffIt> && std::is_pointer_v<It>) {
+      constexpr int staged_threads = staged_segment_threads, stages = staged_segment_stages;
+      constexpr std::size_t shared = std::size_t(stages) * staged_stage_bytes;
+      auto kernel = staged_offset_segments_kernel<staged_threads, stages, std::remove_cv_t<std::remove_pointer_t<It>>,
+                                                  Out, OffIt, Acc, Op>;
+      if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+          e != cudaSuccess)
+        return e;
+      const int blocks =
+          grid_for((segments + staged_threads - 1) / staged_threads, 1, resident_grid(kernel, staged_threads, shared));
+      if (const cudaError_t e = launch_overlapped(kernel, blocks, staged_threads, shared, stream, in, n, out, segments,
+                                                  begin_offsets, op, init, q);
+          e != cudaSuccess)
+        return e;
+    }
+    return fold_long();
+  }
+  auto queue_kernel = queue_long_segments_kernel<It, Out, OffIt, Acc, Op>;
+  if (const cudaError_t e = launch_overlapped(queue_kernel, grid_for(segments, threads, resident_grid(queue_kernel, threads)),
+                                              threads, 0, stream, in, out, segments, begin_offsets, end_offsets, op,
+                                              init, q);
+      e != cudaSuccess)
+    return e;
+  if (const cudaError_t e = fold_long(); e != cudaSuccess) return e;
+  if (mean <= 8) return launch_group_offsets<1, true>(in, out, segments, begin_offsets, end_offsets, op, init, stream);
+  if (mean <= 24) return launch_group_offsets<4, true>(in, out, segments, begin_offsets, end_offsets, op, init, stream);
+  if (mean <= 48) return launch_group_offsets<8, true>(in, out, segments, begin_offsets, end_offsets, op, init, stream);
+  if (mean <= 96) return launch_group_offsets<16, true>(in, out, segments, begin_offsets, end_offsets, op, init, stream);
+  return launch_group_offsets<32, true>(in, out, segments, begin_offsets, end_offsets, op, init, stream);
 }
 
 }  // namespace detail
