@@ -288,6 +288,15 @@ static __global__ void zero_queue_kernel(long_queue* queue) {  // static: one co
   queue->packed = 0;
 }
 
+/// Segments longer than long_segment_min go through the queue and the long-segment kernel.
+__host__ __device__ constexpr bool is_long_segment(std::int64_t begin, std::int64_t end) {
+  return end - begin > long_segment_min;
+}
+/// A queued segment's pieces.
+__host__ __device__ constexpr std::int64_t pieces_of(const long_segment& seg) {
+  return (seg.end - seg.begin + long_segment_piece - 1) / long_segment_piece;
+}
+
 /// Appends a long segment unless the queue is full (then the caller reduces it itself). One
 /// atomicAdd reserves the slot and the pieces (a compare-and-swap loop here made many queueing
 /// warps retry one another: measured on the H200). A reservation past either capacity is left
@@ -295,7 +304,7 @@ static __global__ void zero_queue_kernel(long_queue* queue) {  // static: one co
 /// pieces that no written slot owns.
 __device__ inline bool try_queue(const queue_ref& q, std::int64_t s, std::int64_t begin, std::int64_t end) {
   wait_for_previous_grid();  // the queue header has been zeroed
-  const auto pieces = static_cast<unsigned long long>((end - begin + long_segment_piece - 1) / long_segment_piece);
+  const auto pieces = static_cast<unsigned long long>(pieces_of(long_segment{s, begin, end, 0}));
   const unsigned long long old = atomicAdd(&q.queue->packed, (1ull << 32) + pieces);
   const auto slot = static_cast<std::int64_t>(old >> 32), first_piece = static_cast<std::int64_t>(old & 0xffffffffull);
   if (slot >= q.capacity) return false;
@@ -315,19 +324,16 @@ __device__ __forceinline__ void queue_kernel_done() {
   if (threadIdx.x == 0) wait_for_previous_grid();
 }
 
-/// A group of G lanes reduces segment s = [begin, end) into out[s], or queues it for the
-/// long-segment kernel when it is longer than long_segment_min. valid: s is a segment (groups
-/// past the last one still take part in the shuffles).
-template <int G, class It, class Out, class Acc, class Op>
-__device__ __forceinline__ void fold_or_queue(cuda_lane& lane, It in, Out out, std::int64_t s, bool valid,
-                                              std::int64_t begin, std::int64_t end, const Op& op, const Acc& init,
-                                              const queue_ref& q) {
-  const bool leader = (lane.id() & (G - 1)) == 0;
+/// A warp reduces segment s = [begin, end) into out[s], or queues it for the long-segment kernel
+/// when it is long.
+template <class It, class Out, class Acc, class Op>
+__device__ __forceinline__ void fold_or_queue(cuda_lane& lane, It in, Out out, std::int64_t s, std::int64_t begin,
+                                              std::int64_t end, const Op& op, const Acc& init, const queue_ref& q) {
   int queued_here = 0;
-  if (valid && q.capacity > 0 && end - begin > long_segment_min && leader) queued_here = try_queue(q, s, begin, end);
-  const bool is_long = __shfl_sync(0xffffffffu, queued_here, 0, G) != 0;
-  const auto r = group_fold<G, It, Acc>(lane, in, begin, is_long ? begin : end, op);
-  if (valid && !is_long && leader) out[s] = partial<Acc, Op>::finish(op, init, r);
+  if (lane.id() == 0 && is_long_segment(begin, end)) queued_here = try_queue(q, s, begin, end);
+  const bool queued = __shfl_sync(0xffffffffu, queued_here, 0) != 0;
+  const auto r = group_fold<32, It, Acc>(lane, in, begin, queued ? begin : end, op);
+  if (!queued && lane.id() == 0) out[s] = partial<Acc, Op>::finish(op, init, r);
 }
 
 /// Segments reduced by groups of G lanes, 32/G segments per warp at a time. ShortOnly: only the
@@ -346,7 +352,7 @@ __global__ void __launch_bounds__(256)
     const std::int64_t s = base + (group - warp_first);
     std::int64_t begin = 0, end = 0;
     if (s < segments) begin = static_cast<std::int64_t>(begin_offsets[s]), end = static_cast<std::int64_t>(end_offsets[s]);
-    const bool mine = s < segments && !(ShortOnly && end - begin > long_segment_min);
+    const bool mine = s < segments && !(ShortOnly && is_long_segment(begin, end));
     const auto r = group_fold<G, It, Acc>(lane, in, begin, mine ? end : begin, op);
     if (mine && leader) out[s] = partial<Acc, Op>::finish(op, init, r);
   }
@@ -371,7 +377,7 @@ __global__ void __launch_bounds__(256)
     const std::int64_t s = base + lane.id();
     std::int64_t begin = 0, end = 0;
     if (s < segments) begin = static_cast<std::int64_t>(begin_offsets[s]), end = static_cast<std::int64_t>(end_offsets[s]);
-    const bool unqueued = s < segments && end - begin > long_segment_min && !try_queue(q, s, begin, end);
+    const bool unqueued = s < segments && is_long_segment(begin, end) && !try_queue(q, s, begin, end);
     for (unsigned left = __ballot_sync(0xffffffffu, unqueued); left != 0; left &= left - 1) {
       const int from = __ffs(left) - 1;
       const std::int64_t ss = __shfl_sync(0xffffffffu, s, from);
@@ -425,7 +431,7 @@ __global__ void __launch_bounds__(BlockThreads)
     int count, slot;
     long_segment seg;       // slot's segment
     long_segment ahead[2];  // slot + 1's in ahead[(slot + 1) & 1], copied asynchronously
-    long_segment pending;   // the previous piece's segment, its piece count in `end`
+    long_segment pending;   // the previous piece's segment
     std::int64_t begin, end;  // this piece's elements (begin == end: none, a reservation left unused)
   } walk;
   allow_next_grid();         // the short segments' kernel fills the SMs this one leaves
@@ -458,10 +464,11 @@ __global__ void __launch_bounds__(BlockThreads)
   unsigned ticket = 0;  // thread 0: the old value of the previous piece's ticket, read after the next fold
   auto finish_pending = [&] {  // warp 0
     const unsigned seen = __shfl_sync(0xffffffffu, ticket, 0);
-    if (walk.pending.segment < 0 || seen != walk.pending.end - 1) return;
+    const std::int64_t count = pieces_of(walk.pending);
+    if (walk.pending.segment < 0 || seen != count - 1) return;
     acquire_fence();  // every piece of the segment is visible
     const auto r = group_fold<32, coherent_ptr<Acc>, Acc>(lane, coherent_ptr<Acc>{pieces}, walk.pending.first_piece,
-                                                           walk.pending.first_piece + walk.pending.end, op);
+                                                           walk.pending.first_piece + count, op);
     if (lane.id() == 0) out[walk.pending.segment] = P::finish(op, init, r);
   };
   for (std::int64_t piece = first; piece < last; ++piece) {
@@ -492,7 +499,6 @@ __global__ void __launch_bounds__(BlockThreads)
         pieces[piece] = P::value(r);  // pieces are never empty
         ticket = ticket_add_release(q.tickets + walk.slot);
         walk.pending = walk.seg;
-        walk.pending.end = (walk.seg.end - walk.seg.begin + long_segment_piece - 1) / long_segment_piece;
       }
       __syncwarp();
     }
@@ -596,8 +602,10 @@ __global__ void __launch_bounds__(Threads)
     const staged_span span = spans[stage];
     if (span.fits) {
       typename P::type acc = P::empty();
-      const std::int64_t head_end = mine.last < span.copied_begin ? mine.last : span.copied_begin;
-      for (std::int64_t i = mine.first; i < head_end; ++i) acc = pop(acc, P::of(static_cast<Acc>(in[i])));
+      auto fold_global = [&](std::int64_t from, std::int64_t to) {  // only at the ends of the array
+        for (std::int64_t i = from; i < to; ++i) acc = pop(acc, P::of(static_cast<Acc>(in[i])));
+      };
+      fold_global(mine.first, mine.last < span.copied_begin ? mine.last : span.copied_begin);
       const int lo = static_cast<int>((mine.first > span.copied_begin ? mine.first : span.copied_begin) - span.copied_begin);
       const int hi = static_cast<int>((mine.last < span.copied_end ? mine.last : span.copied_end) - span.copied_begin);
       if (lo < hi) {  // 16 bytes at a time: the first and last vectors masked, those between whole
@@ -618,16 +626,15 @@ __global__ void __launch_bounds__(Threads)
         }
         if (last_vector > first_vector) fold_masked(last_vector);
       }
-      for (std::int64_t i = mine.first > span.copied_end ? mine.first : span.copied_end; i < mine.last; ++i)
-        acc = pop(acc, P::of(static_cast<Acc>(in[i])));
+      fold_global(mine.first > span.copied_end ? mine.first : span.copied_end, mine.last);
       if (s < segments) out[s] = P::finish(op, init, acc);
     } else {  // long segments among them: a warp per segment, the longest queued
       const std::int64_t last_segment = s0 + Threads < segments ? s0 + Threads : segments;
       for (int k = 0; k < Threads; k += Threads / 32) {
         const std::int64_t seg = s0 + k + lane.warp_id();
         if (seg >= last_segment) break;  // whole warps
-        fold_or_queue<32>(lane, in, out, seg, true, static_cast<std::int64_t>(offsets[seg]),
-                          static_cast<std::int64_t>(offsets[seg + 1]), op, init, q);
+        fold_or_queue(lane, in, out, seg, static_cast<std::int64_t>(offsets[seg]),
+                      static_cast<std::int64_t>(offsets[seg + 1]), op, init, q);
       }
     }
     __syncthreads();  // the stage has been read: thread 0 refills it
@@ -749,6 +756,29 @@ cudaError_t fixed_segmented_reduce(void* temp_storage, std::size_t& temp_bytes, 
   return launch_short_fixed(static_cast<const Acc*>(partials), out, segments, std::int64_t(pieces), op, init, stream);
 }
 
+/// Launches staged_offset_segments_kernel when it applies (sm_90, a pointer aligned to its
+/// element, one offsets array, elements that tile 16 bytes); returns false otherwise.
+template <class It, class Out, class OffIt, class Acc, class Op>
+bool launch_staged_offsets(It in, std::int64_t n, Out out, std::int64_t segments, OffIt begin_offsets,
+                           OffIt end_offsets, Op op, Acc init, const queue_ref& q, cudaStream_t stream,
+                           cudaError_t& error) {
+  if constexpr (std::is_pointer_v<OffIt> && std::is_pointer_v<It>) {
+    using T = std::remove_cv_t<std::remove_pointer_t<It>>;
+    if (end_offsets != begin_offsets + 1 || 16 % sizeof(T) != 0 ||
+        reinterpret_cast<std::uintptr_t>(in) % sizeof(T) != 0 || device_major() < 9)
+      return false;
+    constexpr int threads = staged_segment_threads, stages = staged_segment_stages;
+    constexpr std::size_t shared = std::size_t(stages) * staged_stage_bytes;
+    auto kernel = staged_offset_segments_kernel<threads, stages, T, Out, OffIt, Acc, Op>;
+    error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+    if (error == cudaSuccess)
+      error = launch_overlapped(kernel, grid_for((segments + threads - 1) / threads, 1, resident_grid(kernel, threads, shared)),
+                                threads, shared, stream, in, n, out, segments, begin_offsets, op, init, q);
+    return true;
+  }
+  return false;
+}
+
 template <class It, class Out, class OffIt, class Acc, class Op>
 cudaError_t segmented_reduce(void* temp_storage, std::size_t& temp_bytes, It in, std::int64_t n, Out out,
                              std::int64_t segments, OffIt begin_offsets, OffIt end_offsets, Op op, Acc init,
@@ -791,28 +821,9 @@ cudaError_t segmented_reduce(void* temp_storage, std::size_t& temp_bytes, It in,
                              pieces);
   };
   const std::int64_t mean = n / segments;
-  bool one_array = false;
-  if constexpr (std::is_pointer_v<OffIt> && std::is_pointer_v<It>) {
-    using T = std::remove_cv_t<std::remove_pointer_t<It>>;
-    one_array = end_offsets == begin_offsets + 1 && 16 % sizeof(T) == 0 &&
-                reinterpret_cast<std::uintptr_t>(in) % sizeof(T) == 0 && device_major() >= 9;
-  }
-  if (one_array && mean <= staged_mean_max) {  // short segments in one array: staged through shared memory
-    if constexpr (std::is_pointer_v<OffIt> && std::is_pointer_v<It>) {
-      constexpr int staged_threads = staged_segment_threads, stages = staged_segment_stages;
-      constexpr std::size_t shared = std::size_t(stages) * staged_stage_bytes;
-      auto kernel = staged_offset_segments_kernel<staged_threads, stages, std::remove_cv_t<std::remove_pointer_t<It>>,
-                                                  Out, OffIt, Acc, Op>;
-      if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
-          e != cudaSuccess)
-        return e;
-      const int blocks =
-          grid_for((segments + staged_threads - 1) / staged_threads, 1, resident_grid(kernel, staged_threads, shared));
-      if (const cudaError_t e = launch_overlapped(kernel, blocks, staged_threads, shared, stream, in, n, out, segments,
-                                                  begin_offsets, op, init, q);
-          e != cudaSuccess)
-        return e;
-    }
+  if (cudaError_t e; mean <= staged_mean_max &&
+                     launch_staged_offsets(in, n, out, segments, begin_offsets, end_offsets, op, init, q, stream, e)) {
+    if (e != cudaSuccess) return e;
     return fold_long();
   }
   auto queue_kernel = queue_long_segments_kernel<It, Out, OffIt, Acc, Op>;
