@@ -179,13 +179,13 @@ __device__ __forceinline__ unsigned ticket_add_acq_rel(unsigned* ticket) {
   return old;
 }
 
-/// atomicAdd(ticket, 1) with release semantics at device scope; returns the old value. The writes
-/// before it are visible to whoever later sees the ticket move; unlike ticket_add_acq_rel the
-/// caller does not wait for the old value until it uses it. The thread that takes the last ticket
-/// calls acquire_fence() before it reads the others' writes.
-__device__ __forceinline__ unsigned ticket_add_release(unsigned* ticket) {
+/// atomicAdd(ticket, amount) with release semantics at device scope; returns the old value. The
+/// writes before it are visible to whoever later sees the ticket move; unlike ticket_add_acq_rel
+/// the caller does not wait for the old value until it uses it. The thread that takes the last
+/// ticket calls acquire_fence() before it reads the others' writes.
+__device__ __forceinline__ unsigned ticket_add_release(unsigned* ticket, unsigned amount) {
   unsigned old;
-  asm volatile("atom.release.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(ticket) : "memory");
+  asm volatile("atom.release.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(ticket), "r"(amount) : "memory");
   return old;
 }
 
