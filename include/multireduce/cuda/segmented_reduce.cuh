@@ -325,6 +325,15 @@ __device__ __forceinline__ void queue_kernel_done() {
   if (threadIdx.x == 0) wait_for_previous_grid();
 }
 
+/// The whole warp reduces segment s = [begin, end) into out[s] (every lane passes the same s,
+/// begin and end).
+template <class It, class Out, class Acc, class Op>
+__device__ __forceinline__ void warp_fold_segment(cuda_lane& lane, It in, Out out, std::int64_t s, std::int64_t begin,
+                                                  std::int64_t end, const Op& op, const Acc& init) {
+  const auto r = group_fold<32, It, Acc>(lane, in, begin, end, op);
+  if (lane.id() == 0) out[s] = partial<Acc, Op>::finish(op, init, r);
+}
+
 /// A warp reduces segment s = [begin, end) into out[s], or queues it for the long-segment kernel
 /// when it is long.
 template <class It, class Out, class Acc, class Op>
@@ -332,9 +341,7 @@ __device__ __forceinline__ void fold_or_queue(cuda_lane& lane, It in, Out out, s
                                               std::int64_t end, const Op& op, const Acc& init, const queue_ref& q) {
   int queued_here = 0;
   if (lane.id() == 0 && is_long_segment(begin, end)) queued_here = try_queue(q, s, begin, end);
-  const bool queued = __shfl_sync(0xffffffffu, queued_here, 0) != 0;
-  const auto r = group_fold<32, It, Acc>(lane, in, begin, queued ? begin : end, op);
-  if (!queued && lane.id() == 0) out[s] = partial<Acc, Op>::finish(op, init, r);
+  if (__shfl_sync(0xffffffffu, queued_here, 0) == 0) warp_fold_segment(lane, in, out, s, begin, end, op, init);
 }
 
 /// Segments reduced by groups of G lanes, 32/G segments per warp at a time. ShortOnly: only the
@@ -381,10 +388,8 @@ __global__ void __launch_bounds__(256)
     const bool unqueued = s < segments && is_long_segment(begin, end) && !try_queue(q, s, begin, end);
     for (unsigned left = __ballot_sync(0xffffffffu, unqueued); left != 0; left &= left - 1) {
       const int from = __ffs(left) - 1;
-      const std::int64_t ss = __shfl_sync(0xffffffffu, s, from);
-      const auto r = group_fold<32, It, Acc>(lane, in, __shfl_sync(0xffffffffu, begin, from),
-                                             __shfl_sync(0xffffffffu, end, from), op);
-      if (lane.id() == 0) out[ss] = partial<Acc, Op>::finish(op, init, r);
+      warp_fold_segment(lane, in, out, __shfl_sync(0xffffffffu, s, from), __shfl_sync(0xffffffffu, begin, from),
+                        __shfl_sync(0xffffffffu, end, from), op, init);
     }
   }
   queue_kernel_done();
@@ -415,8 +420,8 @@ __device__ inline int find_owner(const cuda_lane& lane, const long_segment* queu
 }
 
 /// Queued segments, cut into pieces of long_segment_piece elements. Block b folds the pieces
-/// [total*b/grid, total*(b+1)/grid), a contiguous run: thread 0 finds the owner of the first
-/// piece by a search and then walks forward, keeping its place in shared memory and copying the
+/// [total*b/grid, total*(b+1)/grid), a contiguous run: warp 0 finds the owner of the first
+/// piece by a search and thread 0 then walks forward, keeping its place in shared memory and copying the
 /// next queue slot there asynchronously a piece ahead (so that the fold, which all threads do,
 /// holds no bookkeeping in registers: at 64 registers only 4 blocks of 256 fit an SM, too few
 /// loads in flight, measured on the H200; and so that no piece waits for a slot's load). A
@@ -523,8 +528,9 @@ __global__ void __launch_bounds__(BlockThreads)
 /// Stages tiles ahead, so that the block's loads never wait for its folds; each thread folds its
 /// own segment there. The copies are whole 16-byte vectors, from the boundary at or before a
 /// tile's first element to the one at or after its last; only at the ends of the array, where
-/// such a boundary lies outside it, do a few elements come from global memory instead. A tile whose elements do not fit a stage is folded by a warp per
-/// segment from global memory instead, the segments longer than long_segment_min queued.
+/// such a boundary lies outside it, do a few elements come from global memory instead. A tile
+/// whose elements do not fit a stage is folded by a warp per segment from global memory instead,
+/// the segments longer than long_segment_min queued.
 /// 4 blocks of 128 threads per SM, each with 2 stages of 24 KiB: the folds are what limits this
 /// kernel (dependent shared-memory loads), so it wants warps more than loads in flight (3 stages
 /// of 32 KiB, 2 blocks per SM: 64% of copy, measured on the H200).
