@@ -202,6 +202,13 @@ int run_segmented(const options& opts, const device_info&, nlohmann::json& resul
     off.push_back(off.back() + len);
   }
   measure("power law to 2^20", off, -1);
+  // Equal long segments through the offsets path (the queue and the long-segment kernel), beside
+  // the fixed-length rows above that take the block kernel.
+  for (std::int64_t L : {std::int64_t(1) << 20, std::int64_t(16384)}) {
+    off.assign(1, 0);
+    while (off.back() + L <= n) off.push_back(off.back() + L);
+    measure("offsets L=" + std::to_string(L), off, -1);
+  }
   results["segmented"] = rows;
   return ok ? 0 : 1;
 }

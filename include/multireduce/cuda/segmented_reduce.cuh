@@ -49,6 +49,13 @@ inline constexpr std::int64_t long_segment_piece = 16384;
 /// Offsets: segments longer than this are queued for the long-segment kernel (a block per piece)
 /// rather than folded by one group of lanes.
 inline constexpr std::int64_t long_segment_min = 2048;
+/// The queue header's fields (see try_queue): segments above queue_piece_bits, pieces below.
+inline constexpr int queue_piece_bits = 40;
+inline constexpr unsigned long long queue_piece_mask = (1ull << queue_piece_bits) - 1;
+/// Capacities, and the most pieces one atomicAdd reserves, that keep both fields from wrapping.
+inline constexpr std::int64_t queue_slots_max = std::int64_t(1) << 22;
+inline constexpr std::int64_t queue_pieces_max = std::int64_t(1) << 38;
+inline constexpr std::int64_t queue_add_max_pieces = std::int64_t(1) << 18;
 
 
 /// L <= 16: a block stages a tile of whole segments (up to BlockThreads * Items elements) in
@@ -267,14 +274,14 @@ struct alignas(16) long_segment {
   std::int64_t first_piece;
 };
 
-/// Queue header: count of segments (high 32 bits) and of pieces (low 32 bits), in one word so
+/// Queue header: count of segments (high 24 bits) and of pieces (low 40 bits), in one word so
 /// that first_piece grows with the queue position.
 struct long_queue {
   unsigned long long packed;
 };
 
 /// Where a kernel that may queue long segments finds the queue (zeroed by zero_queue_kernel, the
-/// kernel launched just before it).
+/// kernel launched just before it). capacity <= queue_slots_max, piece_capacity <= queue_pieces_max.
 struct queue_ref {
   long_queue* queue;
   long_segment* queued;
@@ -299,18 +306,37 @@ __host__ __device__ constexpr std::int64_t pieces_of(const long_segment& seg) {
 }
 
 /// Appends a long segment unless the queue is full (then the caller reduces it itself). One
-/// atomicAdd reserves the slot and the pieces (a compare-and-swap loop here made many queueing
-/// warps retry one another: measured on the H200). A reservation past either capacity is left
-/// unused: its slot, if it exists, is marked with segment -1, and the long-segment kernel skips
-/// pieces that no written slot owns.
+/// atomicAdd reserves the slot and the pieces (a compare-and-swap loop for every segment made many
+/// queueing warps retry one another: measured on the H200). Neither field of the header may wrap
+/// into the other: a reservation is made only after a read shows room for it, so past a full
+/// queue only the reservations that raced with that read add to the header (one per resident
+/// thread at most, fewer than 2^20), each at most queue_add_max_pieces (so the pieces stay below
+/// 2^38 + 2^38 of 2^40) and one slot (below 2^22 + 2^20 of 2^24). A longer segment (more than
+/// 2^32 elements) reserves with a compare-and-swap that checks the room exactly. A reservation
+/// past either capacity is left unused: its slot, if it exists, is marked with segment -1, and
+/// the long-segment kernel skips pieces that no written slot owns.
 __device__ inline bool try_queue(const queue_ref& q, std::int64_t s, std::int64_t begin, std::int64_t end) {
   wait_for_previous_grid();  // the queue header has been zeroed
-  const auto pieces = static_cast<unsigned long long>(pieces_of(long_segment{s, begin, end, 0}));
-  const unsigned long long old = atomicAdd(&q.queue->packed, (1ull << 32) + pieces);
-  const auto slot = static_cast<std::int64_t>(old >> 32), first_piece = static_cast<std::int64_t>(old & 0xffffffffull);
+  const std::int64_t pieces = pieces_of(long_segment{s, begin, end, 0});
+  auto has_room = [&](unsigned long long header) {
+    return static_cast<std::int64_t>(header >> queue_piece_bits) < q.capacity &&
+           static_cast<std::int64_t>(header & queue_piece_mask) + pieces <= q.piece_capacity;
+  };
+  const unsigned long long add = (1ull << queue_piece_bits) + static_cast<unsigned long long>(pieces);
+  unsigned long long old = *static_cast<volatile unsigned long long*>(&q.queue->packed);
+  if (!has_room(old)) return false;
+  if (pieces <= queue_add_max_pieces) {
+    old = atomicAdd(&q.queue->packed, add);
+  } else {
+    for (unsigned long long seen; (seen = atomicCAS(&q.queue->packed, old, old + add)) != old;) {
+      old = seen;
+      if (!has_room(old)) return false;
+    }
+  }
+  const auto slot = static_cast<std::int64_t>(old >> queue_piece_bits), first_piece = static_cast<std::int64_t>(old & queue_piece_mask);
   if (slot >= q.capacity) return false;
   q.tickets[slot] = 0;
-  if (first_piece + static_cast<std::int64_t>(pieces) > q.piece_capacity) {
+  if (first_piece + pieces > q.piece_capacity) {
     q.queued[slot] = long_segment{-1, 0, 0, first_piece};
     return false;
   }
@@ -447,7 +473,7 @@ __global__ void __launch_bounds__(BlockThreads)
   wait_for_previous_grid();  // the queue is complete
   cuda_lane lane;
   const unsigned long long packed = q.queue->packed;
-  const std::int64_t total = min(static_cast<std::int64_t>(packed & 0xffffffffull), q.piece_capacity);
+  const std::int64_t total = min(static_cast<std::int64_t>(packed & queue_piece_mask), q.piece_capacity);
   const std::int64_t first = total * blockIdx.x / gridDim.x, last = total * (blockIdx.x + 1) / gridDim.x;
   if (first >= last) return;
   auto copy_ahead = [&](int slot) {  // thread 0: queued[slot] into walk.ahead[slot & 1]
@@ -460,7 +486,7 @@ __global__ void __launch_bounds__(BlockThreads)
     }
   };
   if (lane.warp_id() == 0) {
-    const int count = static_cast<int>(min(static_cast<long long>(packed >> 32), static_cast<long long>(q.capacity)));
+    const int count = static_cast<int>(min(static_cast<long long>(packed >> queue_piece_bits), static_cast<long long>(q.capacity)));
     const int slot = find_owner(lane, q.queued, count, first);
     if (lane.id() == 0) {
       walk.count = count;
@@ -806,7 +832,9 @@ cudaError_t segmented_reduce(void* temp_storage, std::size_t& temp_bytes, It in,
   // possible with overlapping segments) a segment is reduced by its group directly.
   std::int64_t most_long = n / long_segment_min + 64;
   if (most_long > segments) most_long = segments;
-  const std::int64_t most_pieces = n / long_segment_piece + most_long + 64;
+  if (most_long > queue_slots_max) most_long = queue_slots_max;
+  std::int64_t most_pieces = n / long_segment_piece + most_long + 64;
+  if (most_pieces > queue_pieces_max) most_pieces = queue_pieces_max;
   const std::size_t queue_bytes = round_up(sizeof(long_queue));
   const std::size_t ticket_bytes = round_up(sizeof(unsigned) * std::size_t(most_long + 1));
   const std::size_t queued_bytes = round_up(sizeof(long_segment) * std::size_t(most_long + 1));
