@@ -193,8 +193,12 @@ __device__ __forceinline__ unsigned ticket_add_release(unsigned* ticket, unsigne
 /// thread has seen are visible to its later reads.
 __device__ __forceinline__ void acquire_fence() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 
-/// Copies 16 bytes (both addresses 16-byte aligned) from global to shared memory without holding
-/// them in registers (cp.async, sm_80); wait_async_copies() waits for this thread's copies.
+// ---- asynchronous copies into shared memory (cp.async, sm_80) ------------------------------------
+// A thread issues copies, commits them as a group (commit_copies), and later waits for its groups
+// (wait_copies<Pending>); the copies hold no registers meanwhile. Before sm_80 they are plain
+// loads and stores, complete at once.
+
+/// Copies 16 bytes (both addresses 16-byte aligned) from global to shared memory.
 __device__ __forceinline__ void copy_async16(void* to, const void* from) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(to))),
@@ -204,9 +208,25 @@ __device__ __forceinline__ void copy_async16(void* to, const void* from) {
   *static_cast<uint4*>(to) = *static_cast<const uint4*>(from);
 #endif
 }
-__device__ __forceinline__ void wait_async_copies() {
+/// Copies one 32-bit word from global to shared memory; valid == false writes a zero instead.
+__device__ __forceinline__ void copy_word_async(std::uint32_t* to, const std::uint32_t* from, bool valid) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_all;" ::: "memory");
+  const auto address = static_cast<unsigned>(__cvta_generic_to_shared(to));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(address), "l"(from), "r"(valid ? 4 : 0) : "memory");
+#else
+  *to = valid ? __ldg(from) : 0u;
+#endif
+}
+__device__ __forceinline__ void commit_copies() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+/// Waits until at most `Pending` of this thread's committed copy groups are still in flight.
+template <int Pending>
+__device__ __forceinline__ void wait_copies() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
 #endif
 }
 
@@ -270,6 +290,13 @@ __device__ __forceinline__ void wait_for_previous_grid() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
+}
+
+/// Called at a block's end by a kernel that may not have waited for the previous one: thread 0
+/// waits, so that this kernel completes only after the previous one (and a kernel that waits for
+/// this one sees both complete).
+__device__ __forceinline__ void complete_after_previous_grid() {
+  if (threadIdx.x == 0) wait_for_previous_grid();
 }
 
 /// kernel<<<blocks, threads, shared, stream>>>(args...), overlapping the previous kernel's tail on

@@ -233,29 +233,6 @@ __global__ void __launch_bounds__(popcount_block_threads)
 
 // ---- binary tensor-core path --------------------------------------------------------------------
 
-/// Copies one 32-bit word from global to shared memory without a register (cp.async on sm_80 and
-/// newer); valid == false writes a zero instead. Complete after commit_copies + wait_copies.
-__device__ __forceinline__ void copy_word_async(std::uint32_t* to, const std::uint32_t* from, bool valid) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const auto address = static_cast<unsigned>(__cvta_generic_to_shared(to));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(address), "l"(from), "r"(valid ? 4 : 0) : "memory");
-#else
-  *to = valid ? __ldg(from) : 0u;
-#endif
-}
-__device__ __forceinline__ void commit_copies() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-/// Waits until at most `Pending` of this thread's committed copy groups are still in flight.
-template <int Pending>
-__device__ __forceinline__ void wait_copies() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
-#endif
-}
-
 /// D = A x B + C for a 16 x 256 b1 A (row-major) and a 256 x 8 b1 B (column-major) with AND and
 /// popcount: d[i][j] = c[i][j] + popc(A row i AND B column j).
 __device__ __forceinline__ void mma_and_popc(std::uint32_t (&d)[4], const std::uint32_t (&a)[4],

@@ -300,10 +300,11 @@ static __global__ void zero_queue_kernel(long_queue* queue) {  // static: one co
 __host__ __device__ constexpr bool is_long_segment(std::int64_t begin, std::int64_t end) {
   return end - begin > long_segment_min;
 }
-/// A queued segment's pieces.
-__host__ __device__ constexpr std::int64_t pieces_of(const long_segment& seg) {
-  return (seg.end - seg.begin + long_segment_piece - 1) / long_segment_piece;
+/// The pieces of a segment [begin, end) in the queue.
+__host__ __device__ constexpr std::int64_t pieces_of(std::int64_t begin, std::int64_t end) {
+  return (end - begin + long_segment_piece - 1) / long_segment_piece;
 }
+__host__ __device__ constexpr std::int64_t pieces_of(const long_segment& seg) { return pieces_of(seg.begin, seg.end); }
 
 /// Appends a long segment unless the queue is full (then the caller reduces it itself). One
 /// atomicAdd reserves the slot and the pieces (a compare-and-swap loop for every segment made many
@@ -317,7 +318,7 @@ __host__ __device__ constexpr std::int64_t pieces_of(const long_segment& seg) {
 /// the long-segment kernel skips pieces that no written slot owns.
 __device__ inline bool try_queue(const queue_ref& q, std::int64_t s, std::int64_t begin, std::int64_t end) {
   wait_for_previous_grid();  // the queue header has been zeroed
-  const std::int64_t pieces = pieces_of(long_segment{s, begin, end, 0});
+  const std::int64_t pieces = pieces_of(begin, end);
   auto has_room = [&](unsigned long long header) {
     return static_cast<std::int64_t>(header >> queue_piece_bits) < q.capacity &&
            static_cast<std::int64_t>(header & queue_piece_mask) + pieces <= q.piece_capacity;
@@ -342,13 +343,6 @@ __device__ inline bool try_queue(const queue_ref& q, std::int64_t s, std::int64_
   }
   q.queued[slot] = long_segment{s, begin, end, first_piece};
   return true;
-}
-
-/// Called once per block, at its end, by every kernel that may queue: the block waits for the
-/// zeroing kernel, so that this kernel completes only after it (the long-segment kernel, which
-/// waits for this one, then reads a zeroed or filled queue).
-__device__ __forceinline__ void queue_kernel_done() {
-  if (threadIdx.x == 0) wait_for_previous_grid();
 }
 
 /// The whole warp reduces segment s = [begin, end) into out[s] (every lane passes the same s,
@@ -390,9 +384,7 @@ __global__ void __launch_bounds__(256)
     const auto r = group_fold<G, It, Acc>(lane, in, begin, mine ? end : begin, op);
     if (mine && leader) out[s] = partial<Acc, Op>::finish(op, init, r);
   }
-  if constexpr (ShortOnly) {
-    if (threadIdx.x == 0) wait_for_previous_grid();  // so that the call is complete when this kernel is
-  }
+  if constexpr (ShortOnly) complete_after_previous_grid();  // the call is complete when this kernel is
 }
 
 /// Offsets: queues every segment longer than long_segment_min (a thread per segment, one round
@@ -418,7 +410,7 @@ __global__ void __launch_bounds__(256)
                         __shfl_sync(0xffffffffu, end, from), op, init);
     }
   }
-  queue_kernel_done();
+  complete_after_previous_grid();  // after the zeroing kernel: the long-segment kernel reads a whole queue
 }
 
 /// Loads element i with an L2-coherent load (data written by other blocks of the same launch).
@@ -481,6 +473,7 @@ __global__ void __launch_bounds__(BlockThreads)
     if (slot < walk.count) {
       copy_async16(&to, q.queued + slot);
       copy_async16(reinterpret_cast<char*>(&to) + 16, reinterpret_cast<const char*>(q.queued + slot) + 16);
+      commit_copies();
     } else {
       to = long_segment{-1, 0, 0, INT64_MAX};
     }
@@ -512,7 +505,7 @@ __global__ void __launch_bounds__(BlockThreads)
   };
   for (std::int64_t piece = first; piece < last; ++piece) {
     if (threadIdx.x == 0) {
-      wait_async_copies();
+      wait_copies<0>();
       const long_segment& next = walk.ahead[(walk.slot + 1) & 1];
       if (piece >= next.first_piece) {  // the next segment starts
         walk.seg = next;
@@ -685,7 +678,7 @@ __global__ void __launch_bounds__(Threads)
       ahead = load_bounds(j + Stages + 1);
     }
   }
-  queue_kernel_done();
+  complete_after_previous_grid();  // after the zeroing kernel: the long-segment kernel reads a whole queue
 }
 
 /// The group kernel, G chosen by the caller: every segment (fixed lengths, an ordinary launch) or
