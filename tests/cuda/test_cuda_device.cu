@@ -266,6 +266,48 @@ TEST(CudaDeviceSegmented, FixedLengthsAllPaths) {
   }
 }
 
+// A group of G lanes first folds the elements before its segment's first 16-byte boundary: up to
+// 15 of them for 1-byte elements and 3 for 4-byte ones, more than the lanes of groups of 1, 4 or 8
+// (fixed lengths 17-64, and offsets in two arrays with mean lengths up to 8 and 24).
+TEST(CudaDeviceSegmented, GroupsNarrowerThanTheHeadBeforeAVector) {
+  MR_REQUIRE_GPU();
+  const std::uint64_t seed = seed_for("narrow groups");
+  std::mt19937_64 g(seed);
+  std::vector<std::uint8_t> bytes(1 << 20);
+  for (auto& x : bytes) x = static_cast<std::uint8_t>(g());
+  const auto ints = random_ints(1 << 20, seed);
+  dev<std::uint8_t> in8(bytes);
+  dev<int> in32(ints);
+  mc::workspace ws;
+  for (std::int64_t L : {17, 23, 32, 33, 50, 64}) {
+    SCOPED_TRACE(::testing::Message() << "uint8 L=" << L);
+    const std::int64_t segments = std::int64_t(bytes.size()) / L;
+    std::vector<std::int64_t> b(static_cast<std::size_t>(segments)), e(static_cast<std::size_t>(segments));
+    for (std::int64_t s = 0; s < segments; ++s) b[std::size_t(s)] = s * L, e[std::size_t(s)] = s * L + L;
+    dev<long long> out(static_cast<std::size_t>(segments));
+    ws.fixed_segmented_reduce(in8.p, out.p, segments, L, multireduce::sum{}, 0LL);
+    EXPECT_EQ(out.get(), reference_segments(bytes, b, e, multireduce::sum{}, 0LL));
+  }
+  for (int longest : {15, 40}) {
+    std::vector<std::int64_t> b, e;
+    for (std::int64_t at = 0;;) {
+      const std::int64_t length = std::int64_t(g() % std::uint64_t(longest + 1));
+      if (at + length > std::int64_t(bytes.size())) break;
+      b.push_back(at), e.push_back(at + length);
+      at += length;
+    }
+    dev<std::int64_t> d_b(b), d_e(e);
+    dev<long long> out(b.size());
+    SCOPED_TRACE(::testing::Message() << "lengths 0.." << longest << ", " << b.size() << " segments");
+    ws.segmented_reduce(in8.p, std::int64_t(bytes.size()), out.p, std::int64_t(b.size()), d_b.p, d_e.p,
+                        multireduce::sum{}, 0LL);
+    EXPECT_EQ(out.get(), reference_segments(bytes, b, e, multireduce::sum{}, 0LL));
+    ws.segmented_reduce(in32.p, std::int64_t(ints.size()), out.p, std::int64_t(b.size()), d_b.p, d_e.p,
+                        multireduce::sum{}, 0LL);
+    EXPECT_EQ(out.get(), reference_segments(ints, b, e, multireduce::sum{}, 0LL));
+  }
+}
+
 TEST(CudaDeviceSegmented, OffsetsEmptyHugeSkewed) {
   MR_REQUIRE_GPU();
   const std::uint64_t seed = seed_for("offset segments");
@@ -429,8 +471,8 @@ TEST(CudaDeviceSegmented, OffsetsOverlappingLongSegmentsOverflowTheQueue) {
   b.push_back(7), e.push_back(7);  // and an empty one
   check("100 of 2^20 elements", b, e);
   // More long segments than the queue has slots (2112 for 2^22 elements) and more pieces than it
-  // holds (2112 + 320), in random order: reservations are refused once a read of the header shows
-  // no room, and those that raced past it are left unused.
+  // holds (2112 + 320), in random order: reservations past the room are left unused, and
+  // (with a read of the header first) refused once the header shows no room.
   std::mt19937_64 g(seed_for("overlapping segments order"));
   b.clear(), e.clear();
   for (int i = 0; i < 2400; ++i) {
@@ -439,6 +481,10 @@ TEST(CudaDeviceSegmented, OffsetsOverlappingLongSegmentsOverflowTheQueue) {
     b.push_back(begin), e.push_back(begin + length);
   }
   check("2400 in random order", b, e);
+  // The same among 2^24 segments (the rest empty): enough that the queue reads its header for room
+  // before every reservation (with fewer, reservations cannot wrap it and go without the read).
+  b.resize(std::size_t(1) << 24, 0), e.resize(std::size_t(1) << 24, 0);
+  check("2400 in random order among 2^24", b, e);
 }
 
 TEST(CudaDeviceWindow, AllPathsAndOperators) {

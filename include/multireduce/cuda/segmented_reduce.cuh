@@ -23,12 +23,13 @@
 //    fit its 24 KiB stage is folded by a warp per segment from global memory instead, the
 //    segments longer than 2048 queued (one atomicAdd each);
 //  - otherwise: a thread per segment queues those longer than 2048 first; then the long-segment
-//    kernel runs, and a group of G lanes per segment (G chosen from the mean length) folds the
-//    short ones in the SMs that kernel leaves free at its end;
+//    kernel runs, and a group of G lanes per segment (G chosen from the mean length; 2 when the
+//    long segments make the mean) folds the short ones in the SMs that kernel leaves free at its
+//    end, the whole warp taking a segment longer than 32 lanes' worth;
 //  - queued segments are cut into pieces of up to 16384 elements; each block of the long-segment
-//    kernel folds a contiguous run of pieces (load balance for skewed lengths) and counts them on
-//    the segment's ticket once per segment; the block that completes the count folds its pieces
-//    in order.
+//    kernel folds a contiguous run of pieces (load balance for skewed lengths); a segment of one
+//    piece goes straight to out, the pieces of others are counted on the segment's ticket once
+//    per segment, and the block that completes the count folds its pieces in order.
 // Non-commutative operators: lanes and threads take contiguous runs, folded in order.
 // Deterministic: partitions depend only on the arguments and the device's SM count.
 #pragma once
@@ -167,7 +168,7 @@ __device__ __forceinline__ typename partial<Acc, Op>::type group_fold(cuda_lane&
       constexpr int V = vector_elements<T>;
       const std::int64_t head = elements_to_alignment(in + begin, end - begin);
       if (head >= 0) {
-        if (g < head) acc = pop(acc, P::of(static_cast<Acc>(in[begin + g])));
+        for (std::int64_t k = g; k < head; k += G) acc = pop(acc, P::of(static_cast<Acc>(in[begin + k])));  // head < V
         const std::int64_t vectors = (end - begin - head) / V;
         const auto* body = reinterpret_cast<const vector16<T>*>(in + begin + head);
         std::int64_t k = g;
@@ -287,6 +288,7 @@ struct queue_ref {
   long_segment* queued;
   unsigned* tickets;  // one per queued segment, zeroed when the segment is queued
   std::int64_t capacity, piece_capacity;
+  bool check_room;  // whether reservations could wrap the header without a read first (see try_queue)
 };
 
 /// Zeroes the queue header. The kernel after it is an overlapped launch: it waits for this one
@@ -309,11 +311,14 @@ __host__ __device__ constexpr std::int64_t pieces_of(const long_segment& seg) { 
 /// Appends a long segment unless the queue is full (then the caller reduces it itself). One
 /// atomicAdd reserves the slot and the pieces (a compare-and-swap loop for every segment made many
 /// queueing warps retry one another: measured on the H200). Neither field of the header may wrap
-/// into the other: a reservation is made only after a read shows room for it, so past a full
-/// queue only the reservations that raced with that read add to the header (one per resident
-/// thread at most, fewer than 2^20), each at most queue_add_max_pieces (so the pieces stay below
-/// 2^38 + 2^38 of 2^40) and one slot (below 2^22 + 2^20 of 2^24). A longer segment (more than
-/// 2^32 elements) reserves with a compare-and-swap that checks the room exactly. A reservation
+/// into the other. When all the call's segments together cannot wrap them (q.check_room false:
+/// fewer than 2^24 segments, each of at most n elements, whose pieces add up to less than 2^40),
+/// the atomicAdd goes first. Otherwise a reservation is made only after a read shows room for
+/// it (+0.5 us on the H200), so past a full queue only the reservations that raced with that read
+/// add to the header (one per resident thread at most, fewer than 2^20), each at most
+/// queue_add_max_pieces (so the pieces stay below 2^38 + 2^38 of 2^40) and one slot (below 2^22 +
+/// 2^20 of 2^24). A longer segment (more than 2^32 elements) reserves with a compare-and-swap
+/// that checks the room exactly. A reservation
 /// past either capacity is left unused: its slot, if it exists, is marked with segment -1, and
 /// the long-segment kernel skips pieces that no written slot owns.
 __device__ inline bool try_queue(const queue_ref& q, std::int64_t s, std::int64_t begin, std::int64_t end) {
@@ -324,8 +329,11 @@ __device__ inline bool try_queue(const queue_ref& q, std::int64_t s, std::int64_
            static_cast<std::int64_t>(header & queue_piece_mask) + pieces <= q.piece_capacity;
   };
   const unsigned long long add = (1ull << queue_piece_bits) + static_cast<unsigned long long>(pieces);
-  unsigned long long old = *static_cast<volatile unsigned long long*>(&q.queue->packed);
-  if (!has_room(old)) return false;
+  unsigned long long old = 0;
+  if (q.check_room || pieces > queue_add_max_pieces) {
+    old = *static_cast<volatile unsigned long long*>(&q.queue->packed);
+    if (!has_room(old)) return false;
+  }
   if (pieces <= queue_add_max_pieces) {
     old = atomicAdd(&q.queue->packed, add);
   } else {
@@ -381,8 +389,18 @@ __global__ void __launch_bounds__(256)
     std::int64_t begin = 0, end = 0;
     if (s < segments) begin = static_cast<std::int64_t>(begin_offsets[s]), end = static_cast<std::int64_t>(end_offsets[s]);
     const bool mine = s < segments && !(ShortOnly && is_long_segment(begin, end));
-    const auto r = group_fold<G, It, Acc>(lane, in, begin, mine ? end : begin, op);
-    if (mine && leader) out[s] = partial<Acc, Op>::finish(op, init, r);
+    // A segment far longer than its group (only among mixed lengths) is folded by the whole warp
+    // after the group's turn, so that it does not hold the warp's other groups for many rounds.
+    const bool by_warp = G < 32 && mine && end - begin > 32 * G;
+    const auto r = group_fold<G, It, Acc>(lane, in, begin, mine && !by_warp ? end : begin, op);
+    if (mine && !by_warp && leader) out[s] = partial<Acc, Op>::finish(op, init, r);
+    if constexpr (G < 32) {
+      for (unsigned left = __ballot_sync(0xffffffffu, by_warp && leader); left != 0; left &= left - 1) {
+        const int from = __ffs(left) - 1;
+        warp_fold_segment(lane, in, out, __shfl_sync(0xffffffffu, s, from), __shfl_sync(0xffffffffu, begin, from),
+                          __shfl_sync(0xffffffffu, end, from), op, init);
+      }
+    }
   }
   if constexpr (ShortOnly) complete_after_previous_grid();  // the call is complete when this kernel is
 }
@@ -443,10 +461,14 @@ __device__ inline int find_owner(const cuda_lane& lane, const long_segment* queu
 /// next queue slot there asynchronously a piece ahead (so that the fold, which all threads do,
 /// holds no bookkeeping in registers: at 64 registers only 4 blocks of 256 fit an SM, too few
 /// loads in flight, measured on the H200; and so that no piece waits for a slot's load). A
-/// piece's fold goes to `pieces`; when the block moves on to another segment (or finishes), it
-/// adds the number of pieces it folded there to the segment's ticket, and the block that
-/// completes the count folds the segment's pieces in order into out, with warp 0. (A ticket per
-/// piece, with its release fence, cost 4% on power-law lengths: 94 -> 90 us on the H200.)
+/// segment of one piece goes straight to out. Otherwise a piece's fold goes to `pieces`; when the
+/// block moves on to another segment of several pieces (or finishes), it adds the number of
+/// pieces it folded in the one it leaves to that segment's ticket, and the block that completes
+/// the count folds the segment's pieces in order into out, with warp 0. The ticket's old value is
+/// looked at only when the block leaves its next segment (or at its end), so that no piece waits
+/// for the atomic. (A ticket per piece, with its release fence, cost 4% on power-law lengths: 94
+/// -> 90 us on the H200.) Every piece's fold and the final fold depend only on the segment, so
+/// the result does not depend on which block folds what.
 template <int BlockThreads, class It, class Out, class Acc, class Op>
 __global__ void __launch_bounds__(BlockThreads)
     long_segments_kernel(It in, Out out, Op op, Acc init, queue_ref q, Acc* pieces) {
@@ -456,9 +478,10 @@ __global__ void __launch_bounds__(BlockThreads)
     int count, slot;
     long_segment seg;       // slot's segment
     long_segment ahead[2];  // slot + 1's in ahead[(slot + 1) & 1], copied asynchronously
-    long_segment run;       // the segment of the block's current run of pieces (slot run_slot)
+    long_segment run;       // the segment of several pieces the block is folding (slot run_slot)
     int run_slot;
     unsigned folded;          // pieces of it this block has folded
+    long_segment left;        // the segment whose ticket the block added to last (segment -1: none)
     std::int64_t begin, end;  // this piece's elements (begin == end: none, a reservation left unused)
   } walk;
   allow_next_grid();         // the short segments' kernel fills the SMs this one leaves
@@ -487,21 +510,34 @@ __global__ void __launch_bounds__(BlockThreads)
       walk.seg = q.queued[slot];
       walk.run_slot = -1;
       walk.folded = 0;
+      walk.left.segment = -1;
       copy_ahead(slot + 1);
     }
   }
-  // Warp 0, when the block leaves a segment: the pieces it folded there go on the segment's ticket
-  // in one release atomic; the block that completes the count folds the segment's pieces.
-  auto leave_run = [&] {
-    unsigned seen = 0;
-    if (lane.id() == 0 && walk.folded > 0) seen = ticket_add_release(q.tickets + walk.run_slot, walk.folded) + walk.folded;
-    seen = __shfl_sync(0xffffffffu, seen, 0);
-    const std::int64_t count = pieces_of(walk.run);
-    if (seen == 0 || seen != count) return;
+  // Warp 0 (lane 0 holds `seen`, the ticket's count after the block's last addition): when the
+  // block leaves a segment, first the segment it left before: if the block's addition completed
+  // its count, the block folds its pieces. Then the pieces folded in the segment it leaves now go
+  // on that one's ticket, in one release atomic.
+  unsigned seen = 0;
+  auto fold_if_completed = [&] {
+    const long_segment& left = walk.left;
+    const std::int64_t count = pieces_of(left);
+    if (left.segment < 0 || __shfl_sync(0xffffffffu, seen, 0) != count) return;
     acquire_fence();  // every piece of the segment is visible
-    const auto r = group_fold<32, coherent_ptr<Acc>, Acc>(lane, coherent_ptr<Acc>{pieces}, walk.run.first_piece,
-                                                           walk.run.first_piece + count, op);
-    if (lane.id() == 0) out[walk.run.segment] = P::finish(op, init, r);
+    const auto r = group_fold<32, coherent_ptr<Acc>, Acc>(lane, coherent_ptr<Acc>{pieces}, left.first_piece,
+                                                           left.first_piece + count, op);
+    if (lane.id() == 0) out[left.segment] = P::finish(op, init, r);
+  };
+  auto leave_run = [&] {
+    fold_if_completed();
+    __syncwarp();  // warp 0 has read walk.left
+    if (lane.id() == 0) {
+      walk.left.segment = -1;
+      if (walk.folded > 0) {
+        seen = ticket_add_release(q.tickets + walk.run_slot, walk.folded) + walk.folded;
+        walk.left = walk.run;
+      }
+    }
   };
   for (std::int64_t piece = first; piece < last; ++piece) {
     if (threadIdx.x == 0) {
@@ -525,20 +561,28 @@ __global__ void __launch_bounds__(BlockThreads)
     }
     const auto r = block_fold<BlockThreads, It, Acc>(lane, in, begin, end, op, storage);
     if (lane.warp_id() == 0) {
-      if (walk.slot != walk.run_slot) {  // a new segment: the block is done with the previous one
-        leave_run();
-        __syncwarp();  // warp 0 has read walk.run
-        if (lane.id() == 0) walk.run = walk.seg, walk.run_slot = walk.slot, walk.folded = 0;
+      if (pieces_of(walk.seg) == 1) {  // the whole segment
+        if (lane.id() == 0) out[walk.seg.segment] = P::finish(op, init, r);
+      } else {
+        if (walk.slot != walk.run_slot) {  // a new segment: the block is done with the previous one
+          leave_run();
+          __syncwarp();  // warp 0 has read walk.run
+          if (lane.id() == 0) walk.run = walk.seg, walk.run_slot = walk.slot, walk.folded = 0;
+        }
+        if (lane.id() == 0) {
+          pieces[piece] = P::value(r);  // pieces are never empty
+          ++walk.folded;
+        }
       }
-      if (lane.id() == 0) {
-        pieces[piece] = P::value(r);  // pieces are never empty
-        ++walk.folded;
-      }
-      __syncwarp();
+      __syncwarp();  // warp 0 has read walk before thread 0 writes the next piece's
     }
   }
   __syncthreads();  // (the compiler may read walk in every thread)
-  if (lane.warp_id() == 0) leave_run();
+  if (lane.warp_id() == 0) {
+    leave_run();
+    __syncwarp();
+    fold_if_completed();
+  }
 }
 
 /// Short segments from one offsets array (CSR: end_offsets == begin_offsets + 1), on sm_90 and
@@ -840,8 +884,12 @@ cudaError_t segmented_reduce(void* temp_storage, std::size_t& temp_bytes, It in,
   if (temp_bytes < needed) return cudaErrorInvalidValue;
   if (segments == 0) return cudaSuccess;
   char* t = static_cast<char*>(temp_storage);
+  // Without a read before each reservation, the header's fields could wrap only if every segment
+  // were long and their pieces added up to 2^40 (see try_queue).
+  const bool check_room = segments >= (std::int64_t(1) << 24) ||
+                          double(segments) * double(n / long_segment_piece + 1) >= double(std::int64_t(1) << 40);
   const queue_ref q{reinterpret_cast<long_queue*>(t), reinterpret_cast<long_segment*>(t + queue_bytes + ticket_bytes),
-                    reinterpret_cast<unsigned*>(t + queue_bytes), most_long, most_pieces};
+                    reinterpret_cast<unsigned*>(t + queue_bytes), most_long, most_pieces, check_room};
   auto* pieces = reinterpret_cast<Acc*>(t + queue_bytes + ticket_bytes + queued_bytes);
   // Each kernel overlaps the tail of the one before (sm_90). The queue is zeroed; then either the
   // staged kernel folds short segments and queues the long ones it meets, and the long-segment
@@ -874,7 +922,11 @@ cudaError_t segmented_reduce(void* temp_storage, std::size_t& temp_bytes, It in,
   if (mean <= 24) return launch_group_offsets<4, true>(in, out, segments, begin_offsets, end_offsets, op, init, stream);
   if (mean <= 48) return launch_group_offsets<8, true>(in, out, segments, begin_offsets, end_offsets, op, init, stream);
   if (mean <= 96) return launch_group_offsets<16, true>(in, out, segments, begin_offsets, end_offsets, op, init, stream);
-  return launch_group_offsets<32, true>(in, out, segments, begin_offsets, end_offsets, op, init, stream);
+  // Above that the long segments make the mean; the short ones among them are mostly far shorter
+  // (power-law lengths: mean 1959, 43 without the long ones). Groups of 2, a segment longer than
+  // 64 folded by the whole warp. H200, power law, the whole call: groups of 32, 4, 2, 1: 92.0,
+  // 79.7, 78.5, 80.0 us; the warp taking over above 16 lanes' worth instead of 32: 78.9 (2 lanes).
+  return launch_group_offsets<2, true>(in, out, segments, begin_offsets, end_offsets, op, init, stream);
 }
 
 }  // namespace detail
