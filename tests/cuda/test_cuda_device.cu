@@ -471,7 +471,7 @@ TEST(CudaDeviceSegmented, OffsetsOverlappingLongSegmentsOverflowTheQueue) {
   b.push_back(7), e.push_back(7);  // and an empty one
   check("100 of 2^20 elements", b, e);
   // More long segments than the queue has slots (2112 for 2^22 elements) and more pieces than it
-  // holds (2112 + 320), in random order: reservations past the room are left unused, and
+  // holds (2304), in random order: reservations past the room are left unused, and
   // (with a read of the header first) refused once the header shows no room.
   std::mt19937_64 g(seed_for("overlapping segments order"));
   b.clear(), e.clear();

@@ -26,7 +26,7 @@
 //    kernel runs, and a group of G lanes per segment (G chosen from the mean length; 2 when the
 //    long segments make the mean) folds the short ones in the SMs that kernel leaves free at its
 //    end, the whole warp taking a segment longer than 32 lanes' worth;
-//  - queued segments are cut into pieces of up to 16384 elements; each block of the long-segment
+//  - queued segments are cut into pieces of up to 32768 elements; each block of the long-segment
 //    kernel folds a contiguous run of pieces (load balance for skewed lengths); a segment of one
 //    piece goes straight to out, the pieces of others are counted on the segment's ticket once
 //    per segment, and the block that completes the count folds its pieces in order.
@@ -46,7 +46,12 @@ namespace detail {
 
 inline constexpr int segment_tile_max_length = 16;
 inline constexpr int segment_group_max_length = 2048;
-inline constexpr std::int64_t long_segment_piece = 16384;
+/// Offsets: the long-segment kernel's pieces, and its blocks. H200, power-law lengths, the whole
+/// call: 78.7 us with pieces of 16384 and blocks of 256 threads, 77.5 with 32768 and 256, 78.7
+/// with 16384 and 128, 76.8 with 32768 and 128, 93.4 with 65536 and 128 (fewer, larger pieces
+/// drain the blocks' loads less often; smaller blocks balance the larger pieces).
+inline constexpr std::int64_t long_segment_piece = 32768;
+inline constexpr int long_segment_threads = 128;
 /// Offsets: segments longer than this are queued for the long-segment kernel (a block per piece)
 /// rather than folded by one group of lanes.
 inline constexpr std::int64_t long_segment_min = 2048;
@@ -168,7 +173,11 @@ __device__ __forceinline__ typename partial<Acc, Op>::type group_fold(cuda_lane&
       constexpr int V = vector_elements<T>;
       const std::int64_t head = elements_to_alignment(in + begin, end - begin);
       if (head >= 0) {
-        for (std::int64_t k = g; k < head; k += G) acc = pop(acc, P::of(static_cast<Acc>(in[begin + k])));  // head < V
+        if constexpr (G >= V) {  // head < V
+          if (g < head) acc = pop(acc, P::of(static_cast<Acc>(in[begin + g])));
+        } else {
+          for (std::int64_t k = g; k < head; k += G) acc = pop(acc, P::of(static_cast<Acc>(in[begin + k])));
+        }
         const std::int64_t vectors = (end - begin - head) / V;
         const auto* body = reinterpret_cast<const vector16<T>*>(in + begin + head);
         std::int64_t k = g;
@@ -317,7 +326,7 @@ __host__ __device__ constexpr std::int64_t pieces_of(const long_segment& seg) { 
 /// it (+0.5 us on the H200), so past a full queue only the reservations that raced with that read
 /// add to the header (one per resident thread at most, fewer than 2^20), each at most
 /// queue_add_max_pieces (so the pieces stay below 2^38 + 2^38 of 2^40) and one slot (below 2^22 +
-/// 2^20 of 2^24). A longer segment (more than 2^32 elements) reserves with a compare-and-swap
+/// 2^20 of 2^24). A longer segment (more than 2^33 elements) reserves with a compare-and-swap
 /// that checks the room exactly. A reservation
 /// past either capacity is left unused: its slot, if it exists, is marked with segment -1, and
 /// the long-segment kernel skips pieces that no written slot owns.
@@ -898,12 +907,12 @@ cudaError_t segmented_reduce(void* temp_storage, std::size_t& temp_bytes, It in,
   zero_queue_kernel<<<1, 1, 0, stream>>>(q.queue);
   if (const cudaError_t e = cudaPeekAtLastError(); e != cudaSuccess) return e;
   constexpr int threads = 256;
-  auto long_kernel = long_segments_kernel<threads, It, Out, Acc, Op>;
+  auto long_kernel = long_segments_kernel<long_segment_threads, It, Out, Acc, Op>;
   auto fold_long = [&] {
     // One wave of resident blocks: a grid of 8 per SM with only 5 resident (48 registers) left the
     // last 40% of blocks to start after the first ones had done all their pieces (H200).
-    return launch_overlapped(long_kernel, resident_grid(long_kernel, threads), threads, 0, stream, in, out, op, init, q,
-                             pieces);
+    return launch_overlapped(long_kernel, resident_grid(long_kernel, long_segment_threads), long_segment_threads, 0,
+                             stream, in, out, op, init, q, pieces);
   };
   const std::int64_t mean = n / segments;
   if (cudaError_t e; mean <= staged_mean_max &&
