@@ -152,6 +152,32 @@ TEST(CudaDeviceReduce, NonCommutativeOperatorKeepsOrder) {
   }
 }
 
+/// Checks every statistic of v against a two-pass double reference (first indices of ties).
+void expect_statistics_of(const std::vector<float>& v, const multireduce::statistics<float>& s) {
+  const std::int64_t n = std::int64_t(v.size());
+  EXPECT_EQ(s.count, n);
+  if (n == 0) {
+    EXPECT_TRUE(std::isnan(s.mean));
+    EXPECT_EQ(s.argmin, -1);
+    return;
+  }
+  double mean = 0, l1 = 0, sq = 0;
+  for (float x : v) mean += x, l1 += std::fabs(x), sq += double(x) * x;
+  mean /= double(n);
+  double var = 0;
+  for (float x : v) var += (x - mean) * (x - mean);
+  var /= double(n);
+  const auto mn = std::min_element(v.begin(), v.end()), mx = std::max_element(v.begin(), v.end());
+  EXPECT_NEAR(s.mean, mean, 1e-9 * std::fabs(mean));
+  EXPECT_NEAR(s.var, var, 1e-6 * var + 1e-12);
+  EXPECT_NEAR(s.l1, l1, 1e-9 * l1);
+  EXPECT_NEAR(s.l2, std::sqrt(sq), 1e-9 * std::sqrt(sq));
+  EXPECT_EQ(s.min, *mn);
+  EXPECT_EQ(s.argmin, mn - v.begin());
+  EXPECT_EQ(s.max, *mx);
+  EXPECT_EQ(s.argmax, mx - v.begin());
+}
+
 TEST(CudaDeviceStatistics, MatchesTwoPassReference) {
   MR_REQUIRE_GPU();
   for (std::int64_t n : sizes) {
@@ -162,28 +188,34 @@ TEST(CudaDeviceStatistics, MatchesTwoPassReference) {
     for (auto& x : v) x = static_cast<float>(d(g));
     dev<float> in(v);
     mc::workspace ws;
-    const auto s = ws.statistics(in.p, n);
-    EXPECT_EQ(s.count, n);
-    if (n == 0) {
-      EXPECT_TRUE(std::isnan(s.mean));
-      EXPECT_EQ(s.argmin, -1);
-      continue;
+    expect_statistics_of(v, ws.statistics(in.p, n));
+  }
+}
+
+// Each thread of a full grid folds whole groups of vectors with the next group loading meanwhile
+// (two register buffers in turn), then single vectors, then scalars: 1 to 5 groups (ending in
+// either buffer), 0 to 3 single vectors, a scalar head and tail, and few distinct values, so that
+// extremes tie across threads, groups and buffers and only the first index is right.
+TEST(CudaDeviceStatistics, EveryShapeOfTheThreadLoop) {
+  MR_REQUIRE_GPU();
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  namespace md = mc::detail;
+  const std::int64_t threads = std::int64_t(sms) * md::statistics_blocks_per_sm * md::statistics_block_threads;
+  const std::int64_t group = std::int64_t(md::statistics_vectors_in_flight) * 4;  // floats a thread loads at once
+  std::mt19937_64 g(seed_for("stats loop shapes"));
+  mc::workspace ws;
+  for (int groups : {1, 2, 3, 4, 5}) {
+    for (int singles : {0, 1, 3}) {
+      const std::int64_t n = threads * (groups * group + singles * 4) + 5;
+      SCOPED_TRACE(::testing::Message() << "groups=" << groups << " singles=" << singles << " n=" << n);
+      std::vector<float> v(static_cast<std::size_t>(n) + 1);
+      std::uniform_int_distribution<int> d(-40, 40);
+      for (auto& x : v) x = static_cast<float>(d(g)) * 0.25f;
+      dev<float> in(v);
+      const std::vector<float> body(v.begin() + 1, v.end());  // in.p + 1: a scalar head of 3
+      expect_statistics_of(body, ws.statistics(in.p + 1, n));
     }
-    double mean = 0, l1 = 0, sq = 0;
-    for (float x : v) mean += x, l1 += std::fabs(x), sq += double(x) * x;
-    mean /= double(n);
-    double var = 0;
-    for (float x : v) var += (x - mean) * (x - mean);
-    var /= double(n);
-    const auto mn = std::min_element(v.begin(), v.end()), mx = std::max_element(v.begin(), v.end());
-    EXPECT_NEAR(s.mean, mean, 1e-9 * std::fabs(mean));
-    EXPECT_NEAR(s.var, var, 1e-6 * var + 1e-12);
-    EXPECT_NEAR(s.l1, l1, 1e-9 * l1);
-    EXPECT_NEAR(s.l2, std::sqrt(sq), 1e-9 * std::sqrt(sq));
-    EXPECT_EQ(s.min, *mn);
-    EXPECT_EQ(s.argmin, mn - v.begin());
-    EXPECT_EQ(s.max, *mx);
-    EXPECT_EQ(s.argmax, mx - v.begin());
   }
 }
 

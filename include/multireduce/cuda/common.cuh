@@ -138,11 +138,48 @@ __host__ __device__ inline std::int64_t elements_to_alignment(const T* p, std::i
   return head < n ? head : n;
 }
 
+/// The vector loop of for_each_strided with the loads of the next group of InFlight vectors issued
+/// before the current group is visited (two groups in registers, taken in turn), so that a thread
+/// with much arithmetic per vector keeps memory busy while it computes. Visits the groups that
+/// start at i, i + InFlight * threads, ... while whole; returns where the single vectors begin.
+template <int InFlight, class T, class OnVector>
+__device__ __forceinline__ std::int64_t visit_groups_prefetched(const vector16<T>* body, std::int64_t vectors,
+                                                                std::int64_t i, std::int64_t threads,
+                                                                std::int64_t head, OnVector& on_vector) {
+  constexpr int V = vector_elements<T>;
+  const std::int64_t step = InFlight * threads;
+  auto whole = [&](std::int64_t at) { return at + (InFlight - 1) * threads < vectors; };
+  auto load = [&](vector16<T> (&group)[InFlight], std::int64_t at) {
+#pragma unroll
+    for (int u = 0; u < InFlight; ++u) group[u] = load_vector(body + at + u * threads);
+  };
+  auto visit = [&](const vector16<T> (&group)[InFlight], std::int64_t at) {
+#pragma unroll
+    for (int u = 0; u < InFlight; ++u) on_vector(group[u].v, head + (at + u * threads) * V);
+  };
+  if (!whole(i)) return i;
+  vector16<T> a[InFlight], b[InFlight];
+  load(a, i);
+  while (true) {  // a holds the group at i
+    const bool more = whole(i + step);
+    if (more) load(b, i + step);
+    visit(a, i);
+    i += step;
+    if (!more) return i;
+    const bool further = whole(i + step);  // b holds the group at i
+    if (further) load(a, i + step);
+    visit(b, i);
+    i += step;
+    if (!further) return i;
+  }
+}
+
 /// Visits one thread's grid-stride share of in[0, n), in increasing index order: the unaligned
-/// head through on_element(x, index), then 16-byte vectors (InFlight loads issued together) through
+/// head through on_element(x, index), then 16-byte vectors (InFlight loads issued together; with
+/// Prefetch, the next InFlight while the current ones are visited) through
 /// on_vector(const T (&)[V], first_index), then the tail through on_element. Iterators that are not
 /// pointers, and pointers not aligned to sizeof(T), go element by element.
-template <int BlockThreads, int InFlight, class It, class OnVector, class OnElement>
+template <int BlockThreads, int InFlight, bool Prefetch = false, class It, class OnVector, class OnElement>
 __device__ __forceinline__ void for_each_strided(It in, std::int64_t n, OnVector&& on_vector, OnElement&& on_element) {
   const std::int64_t thread = std::int64_t(blockIdx.x) * BlockThreads + threadIdx.x;
   const std::int64_t threads = std::int64_t(gridDim.x) * BlockThreads;
@@ -156,7 +193,8 @@ __device__ __forceinline__ void for_each_strided(It in, std::int64_t n, OnVector
       const std::int64_t vectors = (n - head) / V;
       const auto* body = reinterpret_cast<const vector16<T>*>(in + head);
       std::int64_t i = thread;
-      for (; i + (InFlight - 1) * threads < vectors; i += InFlight * threads) {
+      if constexpr (Prefetch) i = visit_groups_prefetched<InFlight>(body, vectors, i, threads, head, on_vector);
+      for (; !Prefetch && i + (InFlight - 1) * threads < vectors; i += InFlight * threads) {
         vector16<T> v[InFlight];
 #pragma unroll
         for (int u = 0; u < InFlight; ++u) v[u] = load_vector(body + i + u * threads);

@@ -4,7 +4,8 @@
 // Each thread keeps shifted sums (shift K = in[0]) over its grid-stride share: S1 = sum(x-K),
 // S2 = sum((x-K)^2), sum |x|, sum x^2 in double, and min/max with their first indices (a cheap
 // NaN-blind min/max per 16-byte vector; only vectors that may change the extremes take the exact
-// path with NumPy's NaN and first-index rules). Threads then become
+// path with NumPy's NaN and first-index rules), loading the next 4 vectors while it folds the
+// current 4 (the fold's double-precision work would otherwise leave memory idle). Threads then become
 // statistics_accumulator states (statistics.hpp) merged with Chan's formulas: over the block
 // (block_reduce), then over blocks by the last block to finish, in block order -- deterministic.
 #pragma once
@@ -97,7 +98,7 @@ struct merge_statistics {
 
 inline constexpr int statistics_block_threads = 256;
 inline constexpr int statistics_blocks_per_sm = 3;
-inline constexpr int statistics_vectors_in_flight = 6;
+inline constexpr int statistics_vectors_in_flight = 4;  // and the next 4 loading meanwhile
 
 template <int BlockThreads, class It>
 __global__ void __launch_bounds__(BlockThreads, statistics_blocks_per_sm)
@@ -112,7 +113,7 @@ __global__ void __launch_bounds__(BlockThreads, statistics_blocks_per_sm)
   stats_thread_state<T> t;
   t.shift = n > 0 ? static_cast<double>(in[0]) : 0.0;
   if (!isfinite(t.shift)) t.shift = 0;  // a NaN or infinite first element shifts nothing
-  for_each_strided<BlockThreads, statistics_vectors_in_flight>(
+  for_each_strided<BlockThreads, statistics_vectors_in_flight, true>(
       in, n, [&](const auto& v, std::int64_t first) { t.add_vector(v, first); },
       [&](const T& x, std::int64_t i) { t.add(x, i); });
 
