@@ -2,7 +2,9 @@
 # One call on the GPU machine: the GPU tests, the benchmarks and the SASS shuffle counts.
 # Usage (from the repository root, with the default preset built here and its binaries carried):
 #   bash scripts/device_run.sh OUTDIR [SUITES...]     (suites default: warp reduce segmented stats window match)
-# SKIP_TESTS=1 runs only the benchmarks (to split a long session over two calls).
+# SKIP_TESTS=1 runs only the benchmarks (to split a long session over two calls). With the segmented
+# suite, CUB 3.1's fixed-size overload is timed too when $CUB_FIXED_BIN (default
+# build/cub31/src/multireduce_bench_cub_fixed, see docs/results.md) was built and carried.
 set -uo pipefail
 out=${1:-${OUT:-/tmp/multireduce-out}}
 shift || true
@@ -20,13 +22,21 @@ for t in multireduce_cuda_tests multireduce_cuda_device_tests; do
 done
 if [ -z "$tests" ] && [ -x "$bin/tests/multireduce_cuda_device_tests" ]; then
   compute-sanitizer --tool memcheck "$bin/tests/multireduce_cuda_device_tests" --gtest_brief=1 \
-    --gtest_filter='CudaDeviceReduce.NonCommutative*:CudaDeviceSegmented.Offsets*:CudaDeviceWindow.*:CudaDeviceBadInput.*:CudaMatch.BothPathsReproduceOpenCv:CudaMatch.BadArgumentsAreErrors:CudaMatch.Batched*:CudaMatch.Pieces*' \
+    --gtest_filter='CudaDeviceReduce.NonCommutative*:CudaDeviceStatistics.*:CudaDeviceSegmented.Offsets*:CudaDeviceWindow.*:CudaDeviceBadInput.*:CudaMatch.BothPathsReproduceOpenCv:CudaMatch.BadArgumentsAreErrors:CudaMatch.Batched*:CudaMatch.Pieces*' \
     > "$out/memcheck.txt" 2>&1; echo "memcheck: exit $?"; tail -n 2 "$out/memcheck.txt"
+  compute-sanitizer --tool racecheck "$bin/tests/multireduce_cuda_device_tests" --gtest_brief=1 \
+    --gtest_filter='CudaDeviceSegmented.*:CudaDeviceWindow.*' > "$out/racecheck.txt" 2>&1
+  echo "racecheck: exit $?"; tail -n 2 "$out/racecheck.txt"
 fi
 for s in $suites; do
   "$bin/src/multireduce" bench "$s" --json "$out/bench_$s.json" > "$out/bench_$s.txt" 2>&1; echo "bench $s: exit $?"
   cat "$out/bench_$s.txt"
 done
+cub_fixed=${CUB_FIXED_BIN:-build/cub31/src/multireduce_bench_cub_fixed}
+if [[ " $suites " == *" segmented "* ]] && [ -x "$cub_fixed" ]; then
+  "$cub_fixed" --json "$out/bench_cub_fixed.json" > "$out/bench_cub_fixed.txt" 2>&1; echo "bench cub fixed-size: exit $?"
+  cat "$out/bench_cub_fixed.txt"
+fi
 if [[ " $suites " == *" warp "* ]]; then
   bash scripts/count_shfl.sh "$bin/src/multireduce" > "$out/shfl.txt" 2>&1; cat "$out/shfl.txt"
 fi

@@ -5,7 +5,10 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -165,6 +168,29 @@ timing time_isolated(Launch&& launch, int warmup, int repetitions) {
     t.ms.push_back(ms);
   }
   return summarized(std::move(t));
+}
+
+/// The device-wide suites' float input: n multiples of 1/8 in [-125, 125] (exact sums for a
+/// long way), from `seed`.
+inline std::vector<float> bench_input(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::uniform_int_distribution<int> d(-1000, 1000);
+  std::vector<float> v(n);
+  for (auto& x : v) x = static_cast<float>(d(g)) / 8.0f;
+  return v;
+}
+
+/// |a - b| within float rounding of sums of this magnitude.
+inline bool close(double got, double want, double magnitude) { return std::fabs(got - want) <= 1e-5 * magnitude + 1e-6; }
+
+/// Device-to-device copy bandwidth (bytes read + written), 1 GiB, the anchors' ceiling.
+inline double copy_bandwidth(int warmup, int repetitions) {
+  const std::size_t bytes = std::size_t(1) << 30;
+  device_buffer<char> a(bytes), b(bytes);
+  MULTIREDUCE_BENCH_CHECK(cudaMemset(a.data(), 1, bytes));
+  const timing t = time_launches([&] { MULTIREDUCE_BENCH_CHECK(cudaMemcpyAsync(b.data(), a.data(), bytes, cudaMemcpyDeviceToDevice)); },
+                                 warmup, std::max(5, repetitions / 4));
+  return 2.0 * double(bytes) / (t.median_ms * 1e-3) / 1e9;
 }
 
 /// The GPU a suite runs on, as the suites need it (and as the JSON reports it).
