@@ -632,6 +632,88 @@ TEST(CudaDeviceWindow, BlockLengthsMiddlesAndLayouts) {
   }
 }
 
+/// 2x2 matrices mod 251, one entry a byte of a 32-bit word: a 4-byte operator that is associative
+/// and not commutative (the streaming window kernel serves 4-byte accumulators).
+struct mat2_u8_product {
+  __host__ __device__ std::uint32_t operator()(std::uint32_t x, std::uint32_t y) const {
+    const std::uint32_t xa = x & 255, xb = (x >> 8) & 255, xc = (x >> 16) & 255, xd = x >> 24;
+    const std::uint32_t ya = y & 255, yb = (y >> 8) & 255, yc = (y >> 16) & 255, yd = y >> 24;
+    return (xa * ya + xb * yc) % 251 | ((xa * yb + xb * yd) % 251) << 8 | ((xc * ya + xd * yc) % 251) << 16 |
+           ((xc * yb + xd * yd) % 251) << 24;
+  }
+};
+
+/// Every window's fold by a two-stack queue (push at the back, pop at the front, O(1) amortised):
+/// an independent reference for any associative operator.
+template <class T, class Op>
+std::vector<T> sliding_fold(const T* v, std::int64_t n, std::int64_t w, Op op) {
+  std::vector<T> out, front;  // front.back(): the fold of the oldest elements still in the window
+  T back{};
+  bool back_empty = true;
+  std::int64_t back_begin = 0;
+  for (std::int64_t j = 0; j < n; ++j) {
+    back = back_empty ? v[j] : op(back, v[j]);
+    back_empty = false;
+    if (j + 1 < w) continue;
+    if (front.empty()) {  // the back, [back_begin, j], becomes the front as suffix folds
+      T acc = v[j];
+      front.push_back(acc);
+      for (std::int64_t k = j - 1; k >= back_begin; --k) front.push_back(acc = op(v[k], acc));
+      back_empty = true;
+      back_begin = j + 1;
+    }
+    out.push_back(back_empty ? front.back() : op(front.back(), back));
+    front.pop_back();
+  }
+  return out;
+}
+
+// Windows longer than two van Herk blocks stream through the tiles of each block's contiguous run
+// (the tile before a run folded first): several tiles per run, aligned and misaligned input and
+// output, sum, max and a non-commutative 4-byte operator, every window checked.
+TEST(CudaDeviceWindow, LongWindowsAcrossTilesAndRuns) {
+  MR_REQUIRE_GPU();
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  const std::int64_t n_max = std::int64_t(sms) * 2 * 8192 * 3 + 4321;  // about 3 tiles per run of a full grid
+  const auto v = random_floats(static_cast<std::size_t>(n_max) + 1, seed_for("long windows"));
+  std::mt19937_64 g(seed_for("long windows mat"));
+  std::vector<std::uint32_t> mats(static_cast<std::size_t>(n_max) + 1);
+  for (auto& m : mats) m = std::uint32_t(g() % 251) | std::uint32_t(g() % 251) << 8 | std::uint32_t(g() % 251) << 16 | std::uint32_t(g() % 251) << 24;
+  dev<float> in(v);
+  dev<std::uint32_t> mats_in(mats);
+  mc::workspace ws;
+  const std::uint32_t identity = 1u | 1u << 24;
+  for (std::int64_t w : {33, 34, 47, 48, 49, 64, 65, 100, 129, 545, 1000, 1041, 2047, 2048}) {
+    for (int layout = 0; layout < 3; ++layout) {  // aligned; input one element in; output 3 in
+      const int in_off = layout == 1 ? 1 : 0, out_off = layout == 2 ? 3 : 0;
+      const std::int64_t n = layout == 0 ? n_max : 100'003 + w * 7, m = n - w + 1;
+      SCOPED_TRACE(::testing::Message() << "W=" << w << " layout=" << layout << " n=" << n);
+      dev<float> out(static_cast<std::size_t>(m + out_off)), out_max(static_cast<std::size_t>(m + out_off));
+      dev<std::uint32_t> out_mat(static_cast<std::size_t>(m + out_off));
+      ws.window_reduce(in.p + in_off, n, w, out.p + out_off, multireduce::sum{}, 0.f);
+      ws.window_reduce(in.p + in_off, n, w, out_max.p + out_off, multireduce::maximum{}, -INFINITY);
+      ws.window_reduce(mats_in.p + in_off, n, w, out_mat.p + out_off, mat2_u8_product{}, identity);
+      const auto got = out.get(), got_max = out_max.get();
+      const auto got_mat = out_mat.get();
+      const auto want = sliding_fold(v.data() + in_off, n, w, [](float a, float b) { return a + b; });
+      const auto want_max = sliding_max(v.data() + in_off, n, w);
+      const auto want_mat = sliding_fold(mats.data() + in_off, n, w, mat2_u8_product{});
+      for (int k = 0; k < out_off; ++k) {  // nothing is written before the output
+        std::uint32_t bits = 0;
+        std::memcpy(&bits, &got[std::size_t(k)], 4);
+        EXPECT_EQ(bits, 0xA5A5A5A5u);
+        EXPECT_EQ(got_mat[std::size_t(k)], 0xA5A5A5A5u);
+      }
+      for (std::int64_t i = 0; i < m; ++i) {
+        ASSERT_EQ(got[std::size_t(out_off + i)], want[std::size_t(i)]) << "sum i=" << i;  // multiples of 1/8: exact
+        ASSERT_EQ(got_max[std::size_t(out_off + i)], want_max[std::size_t(i)]) << "max i=" << i;
+        ASSERT_EQ(got_mat[std::size_t(out_off + i)], want_mat[std::size_t(i)]) << "mat i=" << i;
+      }
+    }
+  }
+}
+
 TEST(CudaDeviceBadInput, ErrorsNotCrashes) {
   MR_REQUIRE_GPU();
   mc::workspace ws;
