@@ -626,7 +626,9 @@ __global__ void __launch_bounds__(Threads)
   using P = partial<Acc, Op>;
   constexpr int stage_elements = staged_stage_bytes / int(sizeof(T));
   constexpr int V = 16 / int(sizeof(T));  // elements per 16-byte vector
-  extern __shared__ __align__(128) unsigned char shared_bytes[];  // Stages buffers of staged_stage_bytes
+  // Stages buffers of staged_stage_bytes. Its own name: the other kernels' extern __shared__ arrays
+  // are 16-byte aligned, and one name with two alignments in a translation unit is a warning.
+  extern __shared__ __align__(128) unsigned char stage_bytes[];
   __shared__ std::uint64_t full[Stages];
   __shared__ staged_span spans[Stages];
   allow_next_grid();
@@ -634,7 +636,7 @@ __global__ void __launch_bounds__(Threads)
   cuda_lane lane;
   const std::int64_t tiles = (segments + Threads - 1) / Threads;
   auto tile_of = [&](std::int64_t j) { return std::int64_t(blockIdx.x) + j * gridDim.x; };  // the block's j-th tile
-  auto buffer = [&](int stage) { return reinterpret_cast<T*>(shared_bytes + std::size_t(stage) * staged_stage_bytes); };
+  auto buffer = [&](int stage) { return reinterpret_cast<T*>(stage_bytes + std::size_t(stage) * staged_stage_bytes); };
   // Thread 0: the element range of the block's j-th tile, loaded a tile before it is issued.
   struct bounds {
     std::int64_t first = 0, last = 0;
