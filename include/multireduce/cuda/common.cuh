@@ -193,13 +193,16 @@ __device__ __forceinline__ void for_each_strided(It in, std::int64_t n, OnVector
       const std::int64_t vectors = (n - head) / V;
       const auto* body = reinterpret_cast<const vector16<T>*>(in + head);
       std::int64_t i = thread;
-      if constexpr (Prefetch) i = visit_groups_prefetched<InFlight>(body, vectors, i, threads, head, on_vector);
-      for (; !Prefetch && i + (InFlight - 1) * threads < vectors; i += InFlight * threads) {
-        vector16<T> v[InFlight];
+      if constexpr (Prefetch) {
+        i = visit_groups_prefetched<InFlight>(body, vectors, i, threads, head, on_vector);
+      } else {
+        for (; i + (InFlight - 1) * threads < vectors; i += InFlight * threads) {
+          vector16<T> v[InFlight];
 #pragma unroll
-        for (int u = 0; u < InFlight; ++u) v[u] = load_vector(body + i + u * threads);
+          for (int u = 0; u < InFlight; ++u) v[u] = load_vector(body + i + u * threads);
 #pragma unroll
-        for (int u = 0; u < InFlight; ++u) on_vector(v[u].v, head + (i + u * threads) * V);
+          for (int u = 0; u < InFlight; ++u) on_vector(v[u].v, head + (i + u * threads) * V);
+        }
       }
       for (; i < vectors; i += threads) on_vector(load_vector(body + i).v, head + i * V);
       scalar_from = head + vectors * V;
