@@ -145,6 +145,24 @@ inline int window_block_for(std::int64_t window) {
   return window == 1 ? MaxItems : block;
 }
 
+/// log2 of van Herk's lane groups over the threads' folds for a middle of q - 1 folds: the largest
+/// power of two below q - 1, at most a warp (groups are then found with shifts, not divisions).
+__device__ __forceinline__ int window_group_shift(int q) {
+  int group_shift = 5;
+  while (group_shift > 0 && (1 << group_shift) >= q - 1) --group_shift;
+  return group_shift;
+}
+
+/// Whether the windows need op(init, .): not when init is the identity of an arithmetic Op.
+template <class Op, class Acc>
+bool window_applies_init(const Acc& init) {
+  if constexpr (has_identity<Op, Acc> && std::is_arithmetic_v<Acc>) {
+    const Acc identity = Op::template identity<Acc>();
+    return std::memcmp(&identity, &init, sizeof(Acc)) != 0;
+  }
+  return true;
+}
+
 /// van Herk's scans over the threads' folds, within groups of 2^group_shift lanes (at most a
 /// warp): stores this lane's fold `a` folded with the ones before it in its group at prefix[at],
 /// with the ones after it at suffix[at], and (by the group's first lane) the group's fold at
@@ -199,8 +217,7 @@ __global__ void __launch_bounds__(Threads, Threads <= 1024 / 2 ? 1024 / Threads 
   const int split = Block - (w - 1) % Block;  // ... or, from this offset in block b on, in b + q + 1
   // Middles of q-1 > 1 thread folds: van Herk again over the threads' folds, with groups of
   // `group` lanes (a power of two below q-1, at most a warp), scanned with warp shuffles.
-  int group_shift = 5;  // log2(group): groups are found with shifts, not divisions
-  while (group_shift > 0 && (1 << group_shift) >= q - 1) --group_shift;
+  const int group_shift = window_group_shift(q);
   const int last_input = first + w - 1;       // where window `first` ends
   // Long windows: each block takes a contiguous run of tiles, so the W-1 inputs a tile shares with
   // the next are read again from this SM's L1 rather than from L2. Short ones: tiles strided over
@@ -329,8 +346,8 @@ struct window_stream_storage {
 /// The streaming kernel's shape: blocks of 256 threads with 16 inputs each, 3 per SM, each loading
 /// its next tile while it folds the current one. H200, W = 1000, sum/max: 83/83% of copy; 512 x 16
 /// at 2 per SM 73/70%, 256 x 16 at 4 per SM without the prefetch 83/79% (docs/results.md).
-inline constexpr int window_stream_threads = 256, window_stream_items = 16, window_stream_blocks_per_sm = 3;
-inline constexpr bool window_stream_prefetch = true;  // 16 more registers: 3 blocks, not 4
+inline constexpr int window_stream_threads = 256, window_stream_items = 16;
+inline constexpr int window_stream_blocks_per_sm = 3;  // the prefetch's 16 more registers: 3 blocks, not 4
 
 /// Whether the streaming kernel serves Acc and Out: when its blocks fit in an SM's shared memory
 /// (4-byte accumulators and outputs); wider ones take the tile kernel.
@@ -349,11 +366,11 @@ inline constexpr bool window_streams =
 ///     window(e) = S[e - W + 1]  op  A[c-q(-1)+1 .. c-1]  op  P[e]
 /// and the two middles of each thread are van Herk again over the threads' folds A, with groups of
 /// lanes scanned by warp shuffles, their folds in rings too. A run's first tile is preceded by the
-/// tile before it, folded only for its rings. With Prefetch a thread loads its inputs of the next
-/// tile while it folds this one. Two barriers per tile: S and A are written; they are read (and the
+/// tile before it, folded only for its rings. A thread loads its inputs of the next tile while it
+/// folds this one. Two barriers per tile: S and A are written; they are read (and the
 /// windows staged).
-template <int Threads, int Items, int BlocksPerSm, bool Prefetch, class It, class Out, class Acc, class Op>
-__global__ void __launch_bounds__(Threads, BlocksPerSm)
+template <int Threads, int Items, class It, class Out, class Acc, class Op>
+__global__ void __launch_bounds__(Threads, window_stream_blocks_per_sm)
     window_stream_kernel(It in, std::int64_t n, std::int64_t window, Out out, Op op, Acc init, bool apply_init) {
   using Staged = window_staged_t<Out, Items>;
   using storage = window_stream_storage<Acc, Threads, Items, Staged>;
@@ -366,14 +383,13 @@ __global__ void __launch_bounds__(Threads, BlocksPerSm)
   const int t = static_cast<int>(threadIdx.x);
   // A window ending at offset j of block c starts in block c - q (j >= r) or c - q - 1 (j < r).
   const int q = (w - 1) / Items, r = (w - 1) % Items;
-  int group_shift = 5;  // groups of lanes: a power of two below q - 1, at most a warp (found by shifts)
-  while (group_shift > 0 && (1 << group_shift) >= q - 1) --group_shift;
+  const int group_shift = window_group_shift(q);
   const int group = 1 << group_shift;
   const std::int64_t tiles = (n + tile - 1) / tile;  // block b walks tiles [b tiles / grid, (b + 1) tiles / grid)
   const std::int64_t first_tile = blockIdx.x * tiles / gridDim.x, end_tile = (blockIdx.x + 1) * tiles / gridDim.x;
   if (first_tile >= end_tile) return;
   // Ring places: position o0 + i of tile o0 sits at base + i (mod ring), thread fold k of the
-  // tile at block_base + k (mod block_ring). Bases move by a tile each time (ring = 5/4 tile).
+  // tile at block_base + k (mod block_ring). Bases move by a tile each time (ring = tile + reach).
   auto wrap = [](int i, int size) { return i < 0 ? i + size : i >= size ? i - size : i; };
   auto load_tile = [&](std::int64_t o0, Acc (&x)[Items]) {
     load_items<Items>(in, o0, t * Items, n - o0 < tile ? static_cast<int>(n - o0) : tile, x);
@@ -400,16 +416,13 @@ __global__ void __launch_bounds__(Threads, BlocksPerSm)
     fold_into_rings(wrap(base - tile, ring), wrap(block_base - Threads, block_ring), x);
     __syncthreads();  // its ring places are overwritten by the first tile's writes below
   }
-  if constexpr (Prefetch) load_tile(first_tile * tile, next);
+  load_tile(first_tile * tile, next);
   for (std::int64_t tile_index = first_tile; tile_index < end_tile; ++tile_index) {
     const std::int64_t o0 = tile_index * tile;
-    if constexpr (Prefetch) {  // this tile's inputs came in while the last one was folded; the next one's now
+    // This tile's inputs came in while the last one was folded; the next one's come in now.
 #pragma unroll
-      for (int j = 0; j < Items; ++j) x[j] = next[j];
-      if (tile_index + 1 < end_tile) load_tile(o0 + tile, next);
-    } else {
-      load_tile(o0, x);
-    }
+    for (int j = 0; j < Items; ++j) x[j] = next[j];
+    if (tile_index + 1 < end_tile) load_tile(o0 + tile, next);
     fold_into_rings(base, block_base, x);
     __syncthreads();
     // Windows ending at o0 + t * Items + j, for j with W - 1 <= that position < n.
@@ -482,18 +495,14 @@ __global__ void __launch_bounds__(Threads, BlocksPerSm)
 }
 
 /// Launches the streaming kernel: one wave of resident blocks, each walking a contiguous run.
-template <int Threads, int Items, int BlocksPerSm, bool Prefetch, class It, class Out, class Acc, class Op>
+template <int Threads, int Items, class It, class Out, class Acc, class Op>
 cudaError_t launch_window_stream(It in, std::int64_t n, std::int64_t window, Out out, Op op, Acc init, cudaStream_t stream) {
   const int shared = static_cast<int>(sizeof(window_stream_storage<Acc, Threads, Items, window_staged_t<Out, Items>>));
-  auto kernel = window_stream_kernel<Threads, Items, BlocksPerSm, Prefetch, It, Out, Acc, Op>;
+  auto kernel = window_stream_kernel<Threads, Items, It, Out, Acc, Op>;
   if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
       e != cudaSuccess)
     return e;
-  bool apply_init = true;  // op(identity, x) == x: skip it
-  if constexpr (has_identity<Op, Acc> && std::is_arithmetic_v<Acc>) {
-    const Acc identity = Op::template identity<Acc>();
-    apply_init = std::memcmp(&identity, &init, sizeof(Acc)) != 0;
-  }
+  const bool apply_init = window_applies_init<Op>(init);  // op(identity, x) == x: skip it
   const std::int64_t tiles = (n + Threads * Items - 1) / (Threads * Items);
   const int resident = resident_grid(kernel, Threads, std::size_t(shared));
   const int blocks = static_cast<int>(tiles < resident ? tiles : resident);
@@ -519,11 +528,7 @@ cudaError_t launch_window_tile(It in, std::int64_t n, std::int64_t window, Out o
       e != cudaSuccess)
     return e;
   const int per_tile = window_outputs_per_tile<Threads, Items>(window);
-  bool apply_init = true;  // op(identity, x) == x: skip it
-  if constexpr (has_identity<Op, Acc> && std::is_arithmetic_v<Acc>) {
-    const Acc identity = Op::template identity<Acc>();
-    apply_init = std::memcmp(&identity, &init, sizeof(Acc)) != 0;
-  }
+  const bool apply_init = window_applies_init<Op>(init);  // op(identity, x) == x: skip it
   std::int64_t blocks = (outputs + per_tile - 1) / per_tile;
   const int resident = resident_grid(kernel, Threads, std::size_t(shared));
   if (blocks > resident) blocks = resident;
@@ -545,8 +550,7 @@ cudaError_t launch_window_tiles(It in, std::int64_t n, std::int64_t window, Out 
         constexpr int items = window_stream_items;
         using storage = window_stream_storage<Acc, window_stream_threads, items, window_staged_t<Out, items>>;
         if ((window - 1) / items >= 2 && window - 1 <= storage::reach)
-          return launch_window_stream<window_stream_threads, items, window_stream_blocks_per_sm, window_stream_prefetch>(
-              in, n, window, out, op, init, stream);
+          return launch_window_stream<window_stream_threads, items>(in, n, window, out, op, init, stream);
       }
       return launch_window_tile<Threads, Items, Items>(in, n, window, out, op, init, stream);
   }
