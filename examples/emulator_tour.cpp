@@ -1,5 +1,5 @@
 // The README's tour on the host emulator: 32 windows summed with the swap form, counted.
-#include <multireduce/host_warp.hpp>
+#include <multireduce/emulator/host_warp.hpp>
 #include <multireduce/multireduce.hpp>
 
 #include <cstdio>

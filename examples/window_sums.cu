@@ -1,5 +1,7 @@
 // The README's CUDA example: each warp sums 32 consecutive windows of 32 floats.
 #include <cuda_runtime.h>
+#include <multireduce/cuda/detail/device_buffer.cuh>
+#include <multireduce/cuda/detail/launch.cuh>
 #include <multireduce/cuda_lane.cuh>
 #include <multireduce/multireduce.hpp>
 
@@ -7,6 +9,7 @@
 #include <vector>
 
 using namespace multireduce;
+namespace mc = multireduce::cuda;
 
 __global__ void window_sums(const float* in, float* out) {
   cuda_lane lane;
@@ -24,14 +27,10 @@ int main() {
   }
   std::vector<float> in(64), out(32, -1.0f);
   for (int i = 0; i < 64; ++i) in[static_cast<std::size_t>(i)] = static_cast<float>(i % 7);
-  float *d_in = nullptr, *d_out = nullptr;
-  if (cudaMalloc(&d_in, 64 * sizeof(float)) != cudaSuccess || cudaMalloc(&d_out, 32 * sizeof(float)) != cudaSuccess) return 1;
-  cudaMemcpy(d_in, in.data(), 64 * sizeof(float), cudaMemcpyHostToDevice);
-  window_sums<<<1, 32>>>(d_in, d_out);
-  const bool ok = cudaGetLastError() == cudaSuccess &&
-                  cudaMemcpy(out.data(), d_out, 32 * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess;
-  cudaFree(d_in);
-  cudaFree(d_out);
+  const auto d_in = mc::to_device(in);  // owning device buffers; errors throw cuda::error
+  mc::device_buffer<float> d_out(32);
+  const bool ok = mc::launch(window_sums, 1, 32, 0, nullptr, d_in.data(), d_out.data()) == cudaSuccess;
+  out = d_out.download(32);
   int wrong = 0;
   for (int w = 0; w < 32; ++w) {
     float expected = 0;

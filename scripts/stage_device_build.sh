@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Copies what scripts/device_run.sh needs out of a build of the default preset into a folder small
-# enough to carry to the GPU machine (the device tool carries 64 MiB): the tool, the two GPU test
+# enough to carry to the GPU machine (the device tool carries 64 MiB): the tool, the GPU test
 # programs and the CLI's NumPy cases (their test file pointed at the copy), host symbols stripped.
 # Usage, from the repository root: bash scripts/stage_device_build.sh [FROM=build/default] [TO=build/full]
 set -euo pipefail
@@ -9,8 +9,9 @@ to=${2:-build/full}
 rm -rf "$to"
 mkdir -p "$to/src" "$to/tests/cli/out"
 cp "$from/src/multireduce" "$to/src/"
-cp "$from/tests/multireduce_cuda_tests" "$from/tests/multireduce_cuda_device_tests" "$to/tests/"
+cp "$from/tests/multireduce_cuda_tests" "$from/tests/multireduce_cuda_device_tests" "$from/tests/multireduce_runtime_tests" \
+   "$to/tests/"
 cp "$from/tests/cli/multireduce_cli_check" "$to/tests/cli/"
 sed "s|$PWD/$from/|$PWD/$to/|g" "$from/tests/cli/CTestTestfile.cmake" > "$to/tests/cli/CTestTestfile.cmake"
-strip "$to/src/multireduce" "$to"/tests/multireduce_cuda_* "$to/tests/cli/multireduce_cli_check"
+strip "$to/src/multireduce" "$to"/tests/multireduce_* "$to/tests/cli/multireduce_cli_check"
 du -sh "$to"

@@ -14,6 +14,8 @@ namespace multireduce {
 class cuda_lane {
  public:
   static constexpr unsigned full_mask = 0xffffffffu;
+  /// A CUDA warp has 32 lanes: wider logical warps are a compile error (lane.hpp).
+  static constexpr int max_warp_size = 32;
 
   __device__ __forceinline__ cuda_lane() {
     rank_ = static_cast<int>(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));

@@ -3,11 +3,13 @@
 // Warp- and block-level code in multireduce never reads threadIdx. It receives a *lane* object and
 // talks to its warp only through it. Two lanes exist:
 //   - multireduce::cuda_lane (cuda_lane.cuh): the real thing, __shfl_*_sync, __ballot_sync, ...
-//   - multireduce::host_lane (host_warp.hpp): one lane of a host-emulated warp of 32 or 64 lanes,
+//   - multireduce::host_lane (emulator/host_warp.hpp): one lane of a host-emulated warp of 32 or 64 lanes,
 //     which follows PTX shfl semantics exactly and counts what the warp does.
 // The same warp/block source therefore runs, and is tested, on both.
 //
 // A lane provides (all warp-collective calls must be made by every lane of the physical warp):
+//   static int max_warp_size   the widest physical warp of this lane type (32 for CUDA, 64 on the
+//                              emulator): logical warps wider than it do not compile
 //   int  id()            physical lane index in the warp, 0 .. warp_size()-1
 //   int  warp_size()     physical warp size (32 on NVIDIA; 32 or 64 on the emulator)
 //   int  warp_id(), thread_rank(), block_size()   position of the thread in its block
@@ -32,17 +34,25 @@
 
 namespace multireduce {
 
-/// The interface every lane type implements (see the file comment).
+/// The interface every lane type implements (see the file comment). Every warp and block
+/// primitive takes its lane through this concept.
 template <class L>
 concept lane = requires(L& l, std::uint32_t w, int i, bool p) {
+  { L::max_warp_size } -> std::convertible_to<int>;
   { l.id() } -> std::convertible_to<int>;
   { l.warp_size() } -> std::convertible_to<int>;
+  { l.warp_id() } -> std::convertible_to<int>;
+  { l.thread_rank() } -> std::convertible_to<int>;
+  { l.block_size() } -> std::convertible_to<int>;
   { l.shfl_xor(w, i, i) } -> std::same_as<std::uint32_t>;
   { l.shfl_down(w, i, i) } -> std::same_as<std::uint32_t>;
   { l.shfl_up(w, i, i) } -> std::same_as<std::uint32_t>;
   { l.shfl_idx(w, i, i) } -> std::same_as<std::uint32_t>;
   { l.ballot(p) } -> std::convertible_to<std::uint64_t>;
   l.sync();
+  l.barrier();
+  { l.apply(sum{}, i, i) } -> std::same_as<int>;
+  { l.select(p, i, i) } -> std::same_as<int>;
 };
 
 /// Types a warp can exchange: copied as 32-bit words, so anything trivially copyable works,
@@ -71,22 +81,22 @@ MULTIREDUCE_UNROLL
 }  // namespace detail
 
 /// value of lane (id ^ lane_mask) within the logical warp of `width` lanes (PTX shfl.bfly).
-template <class Lane, class T>
+template <lane Lane, class T>
 MULTIREDUCE_HOST_DEVICE MULTIREDUCE_FORCEINLINE T shuffle_xor(Lane& lane, const T& value, int lane_mask, int width) {
   return detail::shuffle_words(value, [&](std::uint32_t w) { return lane.shfl_xor(w, lane_mask, width); });
 }
 /// value of lane (id + delta), or the own value past the logical warp's end (PTX shfl.down).
-template <class Lane, class T>
+template <lane Lane, class T>
 MULTIREDUCE_HOST_DEVICE MULTIREDUCE_FORCEINLINE T shuffle_down(Lane& lane, const T& value, int delta, int width) {
   return detail::shuffle_words(value, [&](std::uint32_t w) { return lane.shfl_down(w, delta, width); });
 }
 /// value of lane (id - delta), or the own value before the logical warp's start (PTX shfl.up).
-template <class Lane, class T>
+template <lane Lane, class T>
 MULTIREDUCE_HOST_DEVICE MULTIREDUCE_FORCEINLINE T shuffle_up(Lane& lane, const T& value, int delta, int width) {
   return detail::shuffle_words(value, [&](std::uint32_t w) { return lane.shfl_up(w, delta, width); });
 }
 /// value of logical lane src_lane of this logical warp (PTX shfl.idx).
-template <class Lane, class T>
+template <lane Lane, class T>
 MULTIREDUCE_HOST_DEVICE MULTIREDUCE_FORCEINLINE T shuffle_idx(Lane& lane, const T& value, int src_lane, int width) {
   return detail::shuffle_words(value, [&](std::uint32_t w) { return lane.shfl_idx(w, src_lane, width); });
 }
@@ -94,7 +104,7 @@ MULTIREDUCE_HOST_DEVICE MULTIREDUCE_FORCEINLINE T shuffle_idx(Lane& lane, const 
 /// Combines a lane's own partial with its partner's from shuffle_xor, keeping left-to-right lane
 /// order: the lane whose `upper` bit is set holds the later lanes' part. For operators known to
 /// be commutative this is a plain op(mine, theirs), with no selects.
-template <class Lane, class T, class Op>
+template <lane Lane, class T, class Op>
 MULTIREDUCE_HOST_DEVICE MULTIREDUCE_FORCEINLINE T combine_in_lane_order(Lane& lane, bool upper, const T& mine,
                                                                         const T& theirs, Op op) {
   if constexpr (is_commutative_v<Op>) {

@@ -3,10 +3,10 @@
 #pragma once
 
 #include "array.hpp"
-#include "block_reduce.hpp"
+#include "block/block_reduce.hpp"
 #include "config.hpp"
 #include "lane.hpp"
-#include "online_multi_reduce.hpp"
+#include "warp/online_multi_reduce.hpp"
 #include "operators.hpp"
-#include "warp_multi_reduce.hpp"
-#include "warp_reduce.hpp"
+#include "warp/warp_multi_reduce.hpp"
+#include "warp/warp_reduce.hpp"

@@ -91,41 +91,35 @@ __device__ __forceinline__ float nan_propagating(float a, float b) {
   return r;
 }
 #endif
+
+/// The smaller (Max = false) or larger of a and b; a NaN propagates. Identity: the type's highest
+/// (lowest) value, infinities for floating point.
+template <bool Max>
+struct extreme {
+  template <class T>
+  MULTIREDUCE_HOST_DEVICE MULTIREDUCE_FORCEINLINE T operator()(const T& a, const T& b) const {
+    const bool b_wins = Max ? a < b : b < a;
+    if constexpr (std::is_integral_v<T>) {
+      return b_wins ? b : a;
+    } else {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+      if constexpr (std::is_same_v<T, float>) return nan_propagating<Max>(a, b);
+#endif
+      return (b_wins || is_nan(b)) && !is_nan(a) ? b : a;
+    }
+  }
+  template <class T>
+  MULTIREDUCE_HOST_DEVICE static T identity() {
+    return Max ? extremes<T>::lowest() : extremes<T>::highest();
+  }
+};
 }  // namespace detail
 
 /// The smaller of a and b; a NaN propagates. Identity: +inf, or the type's maximum.
-struct minimum {
-  template <class T>
-  MULTIREDUCE_HOST_DEVICE MULTIREDUCE_FORCEINLINE T operator()(const T& a, const T& b) const {
-    if constexpr (std::is_integral_v<T>) {
-      return b < a ? b : a;
-    } else {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-      if constexpr (std::is_same_v<T, float>) return detail::nan_propagating<false>(a, b);
-#endif
-      return (b < a || detail::is_nan(b)) && !detail::is_nan(a) ? b : a;
-    }
-  }
-  template <class T>
-  MULTIREDUCE_HOST_DEVICE static T identity() { return detail::extremes<T>::highest(); }
-};
+struct minimum : detail::extreme<false> {};
 
 /// The larger of a and b; a NaN propagates. Identity: -inf, or the type's lowest value.
-struct maximum {
-  template <class T>
-  MULTIREDUCE_HOST_DEVICE MULTIREDUCE_FORCEINLINE T operator()(const T& a, const T& b) const {
-    if constexpr (std::is_integral_v<T>) {
-      return a < b ? b : a;
-    } else {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-      if constexpr (std::is_same_v<T, float>) return detail::nan_propagating<true>(a, b);
-#endif
-      return (a < b || detail::is_nan(b)) && !detail::is_nan(a) ? b : a;
-    }
-  }
-  template <class T>
-  MULTIREDUCE_HOST_DEVICE static T identity() { return detail::extremes<T>::lowest(); }
-};
+struct maximum : detail::extreme<true> {};
 
 /// a & b for integers. Identity: all bits set.
 struct bit_and {

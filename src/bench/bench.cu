@@ -1,4 +1,5 @@
-// bench.cu -- `multireduce bench SUITE`: picks the device, runs a suite, writes the JSON record.
+// bench.cu -- the GPU suites' harness: checks and describes the device, starts the JSON record,
+// then runs the suite (bench_util.cuh: run_on_gpu).
 #include <cstdio>
 #include <ctime>
 #include <exception>
@@ -13,17 +14,6 @@
 namespace multireduce::bench {
 
 namespace {
-
-/// The suites and their entry points; suites() lists the names in this order.
-struct suite_entry {
-  const char* name;
-  int (*run)(const options&, const device_info&, nlohmann::json&);
-};
-constexpr suite_entry suite_table[] = {
-    {"warp", &run_warp_suite},         {"reduce", &run_reduce_suite}, {"segmented", &run_segmented_suite},
-    {"stats", &run_stats_suite},       {"window", &run_window_suite}, {"match", &run_match_suite},
-    {"match-huge", &run_match_huge_suite},
-};
 
 device_info describe_device(int ordinal) {
   device_info d;
@@ -52,20 +42,14 @@ std::string utc_now_iso() {
   return text;
 }
 
-int run_checked(const options& opts) {
-  const suite_entry* suite = nullptr;
-  for (const auto& entry : suite_table)
-    if (opts.suite == entry.name) suite = &entry;
-  if (suite == nullptr) {
-    std::fprintf(stderr, "multireduce bench: unknown suite '%s' (this build has: %s)\n", opts.suite.c_str(),
-                 suites().c_str());
-    return 1;
-  }
+}  // namespace
+
+int run_on_gpu(const options& opts, nlohmann::json& record, gpu_suite_entry entry) {
+  const char* name = opts.suite.c_str();
   if (opts.repetitions < 1 || opts.warmup < 0) {
     std::fprintf(stderr, "multireduce bench: need repetitions >= 1 and warmup >= 0\n");
     return 1;
   }
-
   int device_count = 0;
   const cudaError_t count_status = cudaGetDeviceCount(&device_count);
   if (count_status != cudaSuccess || device_count == 0) {
@@ -79,12 +63,10 @@ int run_checked(const options& opts) {
   }
   MULTIREDUCE_BENCH_CHECK(cudaSetDevice(opts.device));
   const device_info device = describe_device(opts.device);
-  std::printf("multireduce bench %s on %s (device %d, sm_%d%d, %d SMs, %d MHz), CUDA runtime %d, driver %d\n",
-              suite->name, device.name.c_str(), device.ordinal, device.compute_major, device.compute_minor,
-              device.sm_count, device.clock_khz / 1000, device.runtime_version, device.driver_version);
-
-  nlohmann::json record;
-  record["suite"] = suite->name;
+  std::printf("multireduce bench %s on %s (device %d, sm_%d%d, %d SMs, %d MHz), CUDA runtime %d, driver %d\n", name,
+              device.name.c_str(), device.ordinal, device.compute_major, device.compute_minor, device.sm_count,
+              device.clock_khz / 1000, device.runtime_version, device.driver_version);
+  record["suite"] = name;
   record["date_utc"] = utc_now_iso();
   record["device"] = {{"name", device.name},
                       {"ordinal", device.ordinal},
@@ -97,39 +79,7 @@ int run_checked(const options& opts) {
                       {"cuda_runtime_version", device.runtime_version},
                       {"cuda_driver_version", device.driver_version}};
   record["options"] = {{"repetitions", opts.repetitions}, {"warmup", opts.warmup}, {"quick", opts.quick}};
-
-  const int status = suite->run(opts, device, record);
-
-  if (!opts.json_path.empty()) {
-    std::ofstream out(opts.json_path);
-    out << record.dump(2) << '\n';
-    if (!out) {
-      std::fprintf(stderr, "multireduce bench: could not write %s\n", opts.json_path.c_str());
-      return status != 0 ? status : 1;
-    }
-    std::printf("wrote %s\n", opts.json_path.c_str());
-  }
-  return status;
-}
-
-}  // namespace
-
-int run(const options& opts) {
-  try {
-    return run_checked(opts);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "multireduce bench: error: %s\n", e.what());
-    return 1;
-  }
-}
-
-std::string suites() {
-  std::string names;
-  for (const auto& entry : suite_table) {
-    if (!names.empty()) names += ", ";
-    names += entry.name;
-  }
-  return names;
+  return entry(opts, device, record);
 }
 
 }  // namespace multireduce::bench

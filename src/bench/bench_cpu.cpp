@@ -4,7 +4,7 @@
 // 4096 terms) is exact in float, so those results are compared exactly; the long reductions are
 // compared with a relative tolerance. Bytes counted: elements read plus results written. The
 // fraction is of the read bandwidth, the ceiling of a streaming reduction.
-#include "bench_cpu.hpp"
+#include "bench.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -136,9 +136,14 @@ std::string first_mismatch(const std::vector<float>& got, std::int64_t count, Wa
   return {};
 }
 
-}  // namespace
-
-int run_cpu_suite(int repetitions, bool quick, nlohmann::json& record) {
+/// Measures the read bandwidth of all cores (a plain streaming float sum over 1 GiB, best of
+/// several runs), then times cpu::reduce, cpu::statistics, cpu::fixed_segmented_reduce and
+/// cpu::window_reduce (median of `repetitions` runs after a warm-up), each verified against a
+/// straightforward loop first; prints a table and fills `record` ("threads", "read_bandwidth",
+/// "results"). `quick`: smaller inputs and fewer runs. @return 0 when every result verified.
+int run_cpu_suite(const options& opts, nlohmann::json& record) {
+  const int repetitions = opts.repetitions;
+  const bool quick = opts.quick;
   suite_state st{repetitions};
   const int threads = cpu::max_threads();
   const std::int64_t n_main = quick ? std::int64_t{1} << 24 : std::int64_t{1} << 26;
@@ -186,7 +191,7 @@ int run_cpu_suite(int repetitions, bool quick, nlohmann::json& record) {
   {
     const std::int64_t n = n_main;
     statistics<float> got{};
-    run_case(st, "stats", "", n, 4.0 * static_cast<double>(n), [&] { got = cpu::stats(x, n); }, [&]() -> std::string {
+    run_case(st, "stats", "", n, 4.0 * static_cast<double>(n), [&] { got = cpu::statistics(x, n); }, [&]() -> std::string {
       double mean = 0;
       for (std::int64_t i = 0; i < n; ++i) mean += x[i];
       mean /= static_cast<double>(n);
@@ -250,5 +255,10 @@ int run_cpu_suite(int repetitions, bool quick, nlohmann::json& record) {
   if (st.failures > 0) fmt::print("\n{} case(s) gave wrong results and were not timed\n", st.failures);
   return st.failures > 0 ? 1 : 0;
 }
+
+const bool registered = register_suite(
+    {"cpu", "the CPU backend on this machine's cores against its read bandwidth", false, &run_cpu_suite});
+
+}  // namespace
 
 }  // namespace multireduce::bench

@@ -68,7 +68,7 @@ int run_fixed_segmented(bool quick, const std::string& json_path) {
       MULTIREDUCE_BENCH_CHECK(cub::DeviceSegmentedReduce::Sum(cub_temp.data(), cub_bytes, in.data(), out.data(),
                                                               segments, int(L)));
     };
-    auto ours = [&] { ws.fixed_segmented_reduce(in.data(), out.data(), segments, L, multireduce::sum{}, 0.0f); };
+    auto ours = [&] { ws.fixed_segmented_reduce_async(in.data(), out.data(), segments, L, multireduce::sum{}, 0.0f); };
     out.fill_bytes(0xff);
     cub_run();
     const bool cub_ok = verified("CUB");

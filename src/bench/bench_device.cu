@@ -51,8 +51,8 @@ double read_floor_us(const float* in, std::int64_t n, float* sink, int sms, cons
       const std::int64_t needed = (vectors + threads - 1) / threads;
       const int blocks = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(needed, std::int64_t(sms) * per_sm)));
       auto launch = [&] {
-        read_only_kernel<<<blocks, threads>>>(reinterpret_cast<const float4*>(in), vectors, sink);
-        MULTIREDUCE_BENCH_CHECK(cudaPeekAtLastError());
+        MULTIREDUCE_BENCH_CHECK(cuda::launch(read_only_kernel, blocks, threads, 0, nullptr,
+                                             reinterpret_cast<const float4*>(in), vectors, sink));
       };
       const timing t = isolated ? time_isolated(launch, opts.warmup, opts.repetitions)
                                 : time_launches(launch, opts.warmup, opts.repetitions);
@@ -72,7 +72,7 @@ int run_reduce(const options& opts, const device_info& device, nlohmann::json& r
   bool ok = true;
   // The GPU idles at a low clock; a few microseconds' calls timed from cold run partly before it
   // has clocked up. 0.1 s of whole-array sums first.
-  for (int i = 0; i < 400; ++i) ws.reduce(in.data(), std::int64_t(host.size()), out.data(), multireduce::sum{}, 0.0f);
+  for (int i = 0; i < 400; ++i) ws.reduce_async(in.data(), std::int64_t(host.size()), out.data(), multireduce::sum{}, 0.0f);
   MULTIREDUCE_BENCH_CHECK(cudaDeviceSynchronize());
   // Two timings: calls queued back to back (the launch latency overlaps the previous call), and
   // isolated calls (the GPU idle before each: the latency a caller waiting for its result sees).
@@ -94,7 +94,7 @@ int run_reduce(const options& opts, const device_info& device, nlohmann::json& r
     cub_run();
     const float cub_value = out.download(1)[0];
     // ours: workspace (one launch) and the CUB-style entry point (ticket memset + launch)
-    auto ours = [&] { ws.reduce(in.data(), n, out.data(), multireduce::sum{}, 0.0f); };
+    auto ours = [&] { ws.reduce_async(in.data(), n, out.data(), multireduce::sum{}, 0.0f); };
     out.fill_bytes(0xff);
     ours();
     const float our_value = out.download(1)[0];
@@ -187,8 +187,8 @@ int run_segmented(const options& opts, const device_info&, nlohmann::json& resul
                                                               segments, d_off.data(), d_off.data() + 1));
     };
     auto ours = [&] {
-      if (fixed_length >= 0) ws.fixed_segmented_reduce(in.data(), out.data(), segments, fixed_length, multireduce::sum{}, 0.0f);
-      else ws.segmented_reduce(in.data(), n, out.data(), segments, d_off.data(), d_off.data() + 1, multireduce::sum{}, 0.0f);
+      if (fixed_length >= 0) ws.fixed_segmented_reduce_async(in.data(), out.data(), segments, fixed_length, multireduce::sum{}, 0.0f);
+      else ws.segmented_reduce_async(in.data(), n, out.data(), segments, d_off.data(), d_off.data() + 1, multireduce::sum{}, 0.0f);
     };
     out.fill_bytes(0xff);
     cub_run();
@@ -277,7 +277,7 @@ int run_stats(const options& opts, const device_info&, nlohmann::json& results) 
   device_buffer<char> temp(bytes);
   const timing tc = time_launches([&] { MULTIREDUCE_BENCH_CHECK(cub::DeviceReduce::Sum(temp.data(), bytes, in.data(), out.data(), n)); },
                                   opts.warmup, opts.repetitions);
-  const timing tsum = time_launches([&] { ws.reduce(in.data(), n, out.data(), multireduce::sum{}, 0.0f); }, opts.warmup,
+  const timing tsum = time_launches([&] { ws.reduce_async(in.data(), n, out.data(), multireduce::sum{}, 0.0f); }, opts.warmup,
                                     opts.repetitions);
   std::size_t stats_bytes = 0;
   MULTIREDUCE_BENCH_CHECK(mc::statistics(nullptr, stats_bytes, in.data(), stats_out.data(), n));
@@ -313,8 +313,8 @@ int run_window(const options& opts, const device_info&, nlohmann::json& results)
     for (int op = 0; op < 2; ++op) {
       const std::int64_t m = n - w + 1;
       auto run = [&] {
-        if (op == 0) ws.window_reduce(in.data(), n, w, out.data(), multireduce::sum{}, 0.0f);
-        else ws.window_reduce(in.data(), n, w, out.data(), multireduce::maximum{}, -INFINITY);
+        if (op == 0) ws.window_reduce_async(in.data(), n, w, out.data(), multireduce::sum{}, 0.0f);
+        else ws.window_reduce_async(in.data(), n, w, out.data(), multireduce::maximum{}, -INFINITY);
       };
       out.fill_bytes(0xff);
       run();
@@ -342,11 +342,14 @@ int run_window(const options& opts, const device_info&, nlohmann::json& results)
   return ok ? 0 : 1;
 }
 
-}  // namespace
+const bool registered =
+    register_suite({"reduce", "one sum against CUB, back to back and isolated, beside the floor of one launch", true,
+                    &on_gpu<run_reduce>}) &&
+    register_suite({"segmented", "segmented sums (fixed lengths, uniform and power-law offsets) against CUB", true,
+                    &on_gpu<run_segmented>}) &&
+    register_suite({"stats", "the eleven statistics in one pass against one sum", true, &on_gpu<run_stats>}) &&
+    register_suite({"window", "sliding-window sum and max against the copy bandwidth", true, &on_gpu<run_window>});
 
-int run_reduce_suite(const options& o, const device_info& d, nlohmann::json& r) { return run_reduce(o, d, r); }
-int run_segmented_suite(const options& o, const device_info& d, nlohmann::json& r) { return run_segmented(o, d, r); }
-int run_stats_suite(const options& o, const device_info& d, nlohmann::json& r) { return run_stats(o, d, r); }
-int run_window_suite(const options& o, const device_info& d, nlohmann::json& r) { return run_window(o, d, r); }
+}  // namespace
 
 }  // namespace multireduce::bench

@@ -12,7 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include <multireduce/cuda.cuh>
-#include <multireduce/match.hpp>
+#include <multireduce/match/cpu.hpp>
+#include <multireduce/match/cuda.cuh>
 
 #include "bench_util.cuh"
 
@@ -70,7 +71,7 @@ int run_match(const options& opts, const device_info&, nlohmann::json& results) 
     mc::workspace ws;
     for (auto path : {mc::match_path::tensor_core, mc::match_path::popcount}) {
       const char* name = path == mc::match_path::tensor_core ? "tensor_core" : "popcount";
-      auto run = [&] { ws.knn_hamming(dq.data(), c.queries, dt.data(), c.trains, c.bytes, k, idx.data(), dist.data(), path); };
+      auto run = [&] { mc::knn_hamming_async(ws, dq.data(), c.queries, dt.data(), c.trains, c.bytes, k, idx.data(), dist.data(), path); };
       idx.fill_bytes(0xff);
       dist.fill_bytes(0xff);
       run();
@@ -121,9 +122,9 @@ bool run_batched(const options& opts, nlohmann::json& results) {
   nlohmann::json rows = nlohmann::json::array();
   for (int batched = 1; batched >= 0; --batched) {
     auto run = [&] {
-      if (batched) ws.knn_hamming_batched(batch.data(), pairs, bytes, k);
+      if (batched) mc::knn_hamming_batched_async(ws, batch.data(), pairs, bytes, k);
       else
-        for (const auto& p : batch) ws.knn_hamming(p.query, p.queries, p.train, p.trains, bytes, k, p.idx, p.dist);
+        for (const auto& p : batch) mc::knn_hamming_async(ws, p.query, p.queries, p.train, p.trains, bytes, k, p.idx, p.dist);
     };
     const char* name = batched ? "knn_hamming_batched (1 call)" : "knn_hamming per pair";
     idx.fill_bytes(0xff);
@@ -151,8 +152,8 @@ bool run_streamed(const options& opts, nlohmann::json& results) {
   device_buffer<std::uint8_t> dq(query.size()), dt(train.size());
   dq.upload(query);
   dt.upload(train);
-  std::uint8_t* pinned = nullptr;
-  MULTIREDUCE_BENCH_CHECK(cudaMallocHost(&pinned, train.size()));
+  cuda::pinned_buffer<std::uint8_t> pinned_copy(train.size());
+  std::uint8_t* pinned = pinned_copy.data();
   std::copy(train.begin(), train.end(), pinned);
   device_buffer<std::int32_t> idx(std::size_t(queries * k)), dist(std::size_t(queries * k));
   mc::workspace ws;
@@ -165,7 +166,7 @@ bool run_streamed(const options& opts, nlohmann::json& results) {
   const std::pair<const char*, const std::uint8_t*> sources[] = {
       {"on the GPU", dt.data()}, {"pinned host, streamed", pinned}, {"pageable host, streamed", train.data()}};
   for (const auto& [name, source] : sources) {
-    auto run = [&] { ws.knn_hamming_streamed(dq.data(), queries, source, trains, bytes, k, idx.data(), dist.data(), chunk); };
+    auto run = [&] { mc::knn_hamming_streamed(ws, dq.data(), queries, source, trains, bytes, k, idx.data(), dist.data(), chunk); };
     idx.fill_bytes(0xff);
     dist.fill_bytes(0xff);
     run();
@@ -176,7 +177,6 @@ bool run_streamed(const options& opts, nlohmann::json& results) {
     rows.push_back({{"queries", queries}, {"train", trains}, {"bits", bytes * 8}, {"k", k}, {"source", name},
                     {"chunk_rows", chunk}, {"ms", t.median_ms}, {"tera_comparisons_per_s", rate}});
   }
-  MULTIREDUCE_BENCH_CHECK(cudaFreeHost(pinned));
   results["match_streamed"] = rows;
   return ok;
 }
@@ -197,7 +197,7 @@ int run_match_huge(const options& opts, nlohmann::json& results) {
     idx.fill_bytes(0xff);
     dist.fill_bytes(0xff);
     mc::workspace ws;
-    const timing t = time_launches([&] { ws.knn_hamming(dq.data(), n, dt.data(), n, bytes, k, idx.data(), dist.data()); }, 0, 1);
+    const timing t = time_launches([&] { mc::knn_hamming_async(ws, dq.data(), n, dt.data(), n, bytes, k, idx.data(), dist.data()); }, 0, 1);
     const bool verified =
         verify_against_cpu("match-huge head", query.data(), 256, train.data(), n, bytes, k, idx.data(), dist.data()) &&
         verify_against_cpu("match-huge tail", query.data() + (n - 256) * bytes, 256, train.data(), n, bytes, k,
@@ -213,9 +213,14 @@ int run_match_huge(const options& opts, nlohmann::json& results) {
   return ok ? 0 : 1;
 }
 
-}  // namespace
+int run_match_huge_on(const options& opts, const device_info&, nlohmann::json& results) {
+  return run_match_huge(opts, results);
+}
 
-int run_match_suite(const options& o, const device_info& d, nlohmann::json& r) { return run_match(o, d, r); }
-int run_match_huge_suite(const options& o, const device_info&, nlohmann::json& r) { return run_match_huge(o, r); }
+const bool registered =
+    register_suite({"match", "the matcher's two GPU paths, batches and streaming", true, &on_gpu<run_match>}) &&
+    register_suite({"match-huge", "one 1,000,000 x 1,000,000 search", true, &on_gpu<run_match_huge_on>});
+
+}  // namespace
 
 }  // namespace multireduce::bench

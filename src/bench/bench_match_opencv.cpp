@@ -16,7 +16,7 @@
 #include <opencv2/core.hpp>
 #include <opencv2/features2d.hpp>
 
-#include <multireduce/match.hpp>
+#include <multireduce/match/cpu.hpp>
 
 namespace {
 

@@ -1,5 +1,6 @@
-// bench_util.cuh -- what the benchmark suites share: error checks, device buffers, timing, the
-// device description, and the entry points of the suites (private to src/bench).
+// bench_util.cuh -- what the GPU benchmark suites share: timing, the device description, the bench
+// input and the harness that runs a suite on the GPU (private to src/bench). Buffers, events and
+// error checks are the library's (multireduce/cuda/detail/).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -16,95 +17,20 @@
 
 #include <nlohmann/json.hpp>
 
+#include <multireduce/cuda/detail/device_buffer.cuh>
+#include <multireduce/cuda/detail/error.cuh>
+#include <multireduce/cuda/detail/stream.cuh>
+
 #include "bench.hpp"
 
-namespace multireduce::bench {
-
-/// Throws std::runtime_error naming the call, where it was made and what CUDA said.
-inline void check_cuda(cudaError_t status, const char* call, const char* file, int line) {
-  if (status != cudaSuccess)
-    throw std::runtime_error(std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " +
-                             cudaGetErrorName(status) + ": " + cudaGetErrorString(status));
-}
-
-}  // namespace multireduce::bench
-
-/// Checks a CUDA runtime call; a failure throws (benchmarks stop at the first error rather than
-/// print figures of a broken run).
-#define MULTIREDUCE_BENCH_CHECK(call) ::multireduce::bench::check_cuda((call), #call, __FILE__, __LINE__)
-
-/// Checks the last kernel launch (configuration errors show up here, not at the <<<>>>).
-#define MULTIREDUCE_BENCH_CHECK_LAUNCH() MULTIREDUCE_BENCH_CHECK(cudaGetLastError())
+/// Checks a CUDA runtime call; a failure throws multireduce::cuda::error naming the call
+/// (benchmarks stop at the first error rather than print figures of a broken run).
+#define MULTIREDUCE_BENCH_CHECK(call) ::multireduce::cuda::check((call), #call)
 
 namespace multireduce::bench {
 
-/// An owning array of `count` T in device memory (cudaMalloc), freed on destruction; move-only.
-template <class T>
-class device_buffer {
- public:
-  device_buffer() = default;
-  explicit device_buffer(std::size_t count) : count_(count) {
-    if (count > 0) MULTIREDUCE_BENCH_CHECK(cudaMalloc(reinterpret_cast<void**>(&data_), count * sizeof(T)));
-  }
-  device_buffer(const device_buffer&) = delete;
-  device_buffer& operator=(const device_buffer&) = delete;
-  device_buffer(device_buffer&& other) noexcept : data_(other.data_), count_(other.count_) {
-    other.data_ = nullptr;
-    other.count_ = 0;
-  }
-  device_buffer& operator=(device_buffer&& other) noexcept {
-    if (this != &other) {
-      release();
-      data_ = other.data_;
-      count_ = other.count_;
-      other.data_ = nullptr;
-      other.count_ = 0;
-    }
-    return *this;
-  }
-  ~device_buffer() { release(); }
-
-  T* data() const { return data_; }
-  std::size_t size() const { return count_; }
-  std::size_t bytes() const { return count_ * sizeof(T); }
-
-  /// Copies the first host.size() elements from the host.
-  void upload(const std::vector<T>& host) {
-    if (host.size() > count_) throw std::length_error("device_buffer::upload: more elements than the buffer holds");
-    MULTIREDUCE_BENCH_CHECK(cudaMemcpy(data_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  /// Copies the first `count` elements to the host.
-  std::vector<T> download(std::size_t count) const {
-    if (count > count_) throw std::length_error("device_buffer::download: more elements than the buffer holds");
-    std::vector<T> host(count);
-    MULTIREDUCE_BENCH_CHECK(cudaMemcpy(host.data(), data_, count * sizeof(T), cudaMemcpyDeviceToHost));
-    return host;
-  }
-  /// Sets every byte to `byte` (to poison outputs before a verification run).
-  void fill_bytes(int byte) { MULTIREDUCE_BENCH_CHECK(cudaMemset(data_, byte, bytes())); }
-
- private:
-  void release() noexcept {
-    if (data_ != nullptr) cudaFree(data_);  // no throw from a destructor; a failure here is not actionable
-    data_ = nullptr;
-  }
-
-  T* data_ = nullptr;
-  std::size_t count_ = 0;
-};
-
-/// An owned CUDA event: created with the object, destroyed with it.
-class cuda_event {
- public:
-  cuda_event() { MULTIREDUCE_BENCH_CHECK(cudaEventCreate(&event_)); }
-  cuda_event(const cuda_event&) = delete;
-  cuda_event& operator=(const cuda_event&) = delete;
-  ~cuda_event() { cudaEventDestroy(event_); }
-  cudaEvent_t get() const { return event_; }
-
- private:
-  cudaEvent_t event_{};
-};
+using cuda::device_buffer;
+using cuda::owned_event;
 
 /// Per-launch times in milliseconds and their summary.
 struct timing {
@@ -131,8 +57,8 @@ template <class Launch>
 timing time_launches(Launch&& launch, int warmup, int repetitions) {
   for (int i = 0; i < warmup; ++i) launch();
   MULTIREDUCE_BENCH_CHECK(cudaDeviceSynchronize());
-  std::vector<cuda_event> starts(static_cast<std::size_t>(repetitions));
-  std::vector<cuda_event> stops(static_cast<std::size_t>(repetitions));
+  std::vector<owned_event> starts(static_cast<std::size_t>(repetitions));
+  std::vector<owned_event> stops(static_cast<std::size_t>(repetitions));
   for (int i = 0; i < repetitions; ++i) {
     MULTIREDUCE_BENCH_CHECK(cudaEventRecord(starts[static_cast<std::size_t>(i)].get()));
     launch();
@@ -155,7 +81,7 @@ timing time_launches(Launch&& launch, int warmup, int repetitions) {
 template <class Launch>
 timing time_isolated(Launch&& launch, int warmup, int repetitions) {
   for (int i = 0; i < warmup; ++i) launch();
-  cuda_event start, stop;
+  owned_event start, stop;
   timing t;
   for (int i = 0; i < repetitions; ++i) {
     MULTIREDUCE_BENCH_CHECK(cudaDeviceSynchronize());
@@ -206,14 +132,17 @@ struct device_info {
   std::size_t l2_bytes = 0;
 };
 
-/// A suite: prints its tables, appends its records to `results` (a JSON object it owns the keys
-/// of), and returns the process exit code (0 = every kernel verified).
-int run_warp_suite(const options& opts, const device_info& device, nlohmann::json& results);
-int run_reduce_suite(const options& opts, const device_info& device, nlohmann::json& results);
-int run_segmented_suite(const options& opts, const device_info& device, nlohmann::json& results);
-int run_stats_suite(const options& opts, const device_info& device, nlohmann::json& results);
-int run_window_suite(const options& opts, const device_info& device, nlohmann::json& results);
-int run_match_suite(const options& opts, const device_info& device, nlohmann::json& results);
-int run_match_huge_suite(const options& opts, const device_info& device, nlohmann::json& results);
+/// A GPU suite's entry: prints its tables, fills `record`, returns the exit code (0 = verified).
+using gpu_suite_entry = int (*)(const options& opts, const device_info& device, nlohmann::json& record);
+
+/// Checks and describes the device, starts the JSON record, runs the entry (bench.cu).
+int run_on_gpu(const options& opts, nlohmann::json& record, gpu_suite_entry entry);
+
+/// A GPU suite as the registry runs it:
+///   const bool registered = register_suite({"reduce", "...", true, &on_gpu<run_reduce>});
+template <gpu_suite_entry Entry>
+int on_gpu(const options& opts, nlohmann::json& record) {
+  return run_on_gpu(opts, record, Entry);
+}
 
 }  // namespace multireduce::bench

@@ -27,6 +27,7 @@
 #include <cub/warp/warp_reduce.cuh>
 #include <nlohmann/json.hpp>
 
+#include <multireduce/cuda/detail/launch.cuh>
 #include <multireduce/cuda_lane.cuh>
 #include <multireduce/multireduce.hpp>
 
@@ -319,8 +320,7 @@ bool run_type(const options& opts, const device_info& device, const std::vector<
     warp_variants::for_each([&](auto tag) {
       using V = typename decltype(tag)::type;
       const auto launch = [&] {
-        window_sums_kernel<T, V><<<grid, block_threads>>>(in.data(), out.data());
-        MULTIREDUCE_BENCH_CHECK_LAUNCH();
+        MULTIREDUCE_BENCH_CHECK(cuda::launch(window_sums_kernel<T, V>, grid, block_threads, 0, nullptr, in.data(), out.data()));
       };
       measurement m;
       out.fill_bytes(poison_byte);
@@ -378,8 +378,6 @@ bool run_type(const options& opts, const device_info& device, const std::vector<
   return all_verified;
 }
 
-}  // namespace
-
 int run_warp_suite(const options& opts, const device_info& device, nlohmann::json& record) {
   using namespace warp_suite;
   const std::vector<int> blocks_per_sm = opts.quick ? std::vector<int>{8} : std::vector<int>{1, 2, 4, 8};
@@ -414,5 +412,10 @@ int run_warp_suite(const options& opts, const device_info& device, nlohmann::jso
   if (!ok) std::printf("\nsome kernels FAILED verification: no time is reported for them\n");
   return ok ? 0 : 1;
 }
+
+const bool registered = register_suite({"warp", "the paper's section 7: sums of all 32-element windows, every multi-reduce "
+                                                "form against the butterfly and CUB", true, &on_gpu<run_warp_suite>});
+
+}  // namespace
 
 }  // namespace multireduce::bench

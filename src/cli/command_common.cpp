@@ -19,19 +19,35 @@ int report_out_of_memory(const char* command) {
   return 1;
 }
 
-void add_backend_options(CLI::App& cmd, std::string& backend, int& device, bool& timing, const char* timing_help) {
-  cmd.add_option("--backend", backend,
+runtime::execution backend_options::execution() const {
+  runtime::execution e;
+  e.requested = runtime::parse_backend(backend).value_or(runtime::backend::automatic);
+  e.device = device;
+  return e;
+}
+
+void add_backend_options(CLI::App& cmd, backend_options& opts, const char* timing_help) {
+  cmd.add_option("--backend", opts.backend,
                  "auto: the GPU when it supports the job, else the CPU; cuda: the GPU or an error saying why not; cpu")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}))
       ->capture_default_str();
-  cmd.add_option("--device", device, "CUDA device ordinal")->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd.add_flag("--timing", timing, timing_help);
+  cmd.add_option("--device", opts.device, "CUDA device ordinal")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd.add_flag("--timing", opts.timing, timing_help);
 }
 
-std::string choose_backend(const std::string& backend, const std::string& reason) {
-  if (backend == "cpu") return "--backend cpu";
-  if (backend == "cuda" && !reason.empty()) throw command_error("--backend cuda: " + reason);
-  return reason;
+void print_report(const char* command, const runtime::report& r, bool cpu_asked) {
+  const double gbps = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds * 1e-9 : 0.0;
+  if (r.used == runtime::backend::cuda) {
+    fmt::print(stderr, "multireduce {}: backend cuda (device {}: {})\n", command, r.device, r.device_name);
+    fmt::print(stderr,
+               "multireduce {}: {:.6g} s on the device, {:.3f} GB/s ({} bytes read and written); transfers {:.6g} s\n",
+               command, r.seconds, gbps, r.bytes, r.transfer_seconds);
+    return;
+  }
+  fmt::print(stderr, "multireduce {}: backend cpu ({} threads){}\n", command, r.cpu_threads,
+             cpu_asked || r.not_cuda.empty() ? "" : "; not the GPU: " + r.not_cuda);
+  fmt::print(stderr, "multireduce {}: {:.6g} s, {:.3f} GB/s ({} bytes read and written)\n", command, r.seconds, gbps,
+             r.bytes);
 }
 
 CLI::Validator integer_at_least(long long least) {

@@ -1,5 +1,5 @@
 // command_common.hpp -- what the .npy commands (reduce, stats, match) share: the exit-code-1 error
-// type, error reporting, the --backend/--device/--timing options and the backend choice, integer
+// type, error reporting, the --backend/--device/--timing options, the timing report, integer
 // checks, shapes as text, and the guard that outputs never overwrite inputs.
 #pragma once
 
@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "runtime/runtime.hpp"
 
 namespace multireduce::cli {
 
@@ -26,6 +28,8 @@ template <class F>
 int guarded(const char* command, F&& body) {
   try {
     return body();
+  } catch (const runtime::unsupported_error& e) {
+    return report(command, std::runtime_error("--backend " + e.backend + ": " + e.what()));
   } catch (const std::bad_alloc&) {
     return report_out_of_memory(command);
   } catch (const std::exception& e) {
@@ -33,12 +37,18 @@ int guarded(const char* command, F&& body) {
   }
 }
 
-/// --backend auto|cuda|cpu, --device N and --timing (`timing_help` says what it prints).
-void add_backend_options(CLI::App& cmd, std::string& backend, int& device, bool& timing, const char* timing_help);
+/// The options every data command takes: --backend auto|cuda|cpu, --device N, --timing.
+struct backend_options {
+  std::string backend = "auto";
+  int device = 0;
+  bool timing = false;
+  runtime::execution execution() const;
+};
+/// Adds them to `cmd` (`timing_help` says what --timing prints).
+void add_backend_options(CLI::App& cmd, backend_options& opts, const char* timing_help);
 
-/// "" to use the GPU; otherwise why the CPU runs (`reason`: why the GPU cannot, "" if it can).
-/// --backend cuda with a reason throws command_error.
-std::string choose_backend(const std::string& backend, const std::string& reason);
+/// Prints how a call ran (--timing): the backend, why not the GPU, the time and the bandwidth.
+void print_report(const char* command, const runtime::report& r, bool cpu_asked);
 
 /// An integer option's check: >= `least` (a non-integer is left to CLI11's own conversion error).
 CLI::Validator integer_at_least(long long least);

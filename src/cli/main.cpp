@@ -1,54 +1,60 @@
-// multireduce -- command-line tool: trace the multi-reduction pattern, run the benchmarks, reduce
-// and summarise .npy files.
+// multireduce -- command-line tool: trace the multi-reduction pattern, run the benchmarks, reduce,
+// summarise and match .npy files. Parsing and printing only: the work is src/runtime's and
+// src/bench's.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
-#include <map>
 #include <string>
-
-#include <fstream>
-
-#include <nlohmann/json.hpp>
+#include <vector>
 
 #include "bench/bench.hpp"
-#include "bench/bench_cpu.hpp"
 #include "match_cmd.hpp"
 #include "reduce_cmd.hpp"
-#include "trace.hpp"
+#include "runtime/trace.hpp"
 
-/// `multireduce bench cpu`: needs no GPU, so it runs here rather than in the CUDA harness.
-static int run_cpu_bench(const multireduce::bench::options& opts) {
-  nlohmann::json record;
-  const int status = multireduce::bench::run_cpu_suite(opts.repetitions, opts.quick, record);
-  if (!opts.json_path.empty()) {
-    std::ofstream out(opts.json_path);
-    out << record.dump(2) << '\n';
-    if (!out) {
-      fmt::print(stderr, "multireduce bench: could not write {}\n", opts.json_path);
-      return status != 0 ? status : 1;
-    }
-  }
-  return status;
+namespace {
+
+/// The names of the multi-reduce algorithms, from the library's own list.
+std::vector<std::string> algorithm_names() {
+  std::vector<std::string> names;
+  for (const auto a : multireduce::all_multi_reduce_algorithms) names.emplace_back(multireduce::to_string(a));
+  return names;
 }
+
+std::string joined(const std::vector<std::string>& names, const char* separator) {
+  std::string text;
+  for (const auto& n : names) text += (text.empty() ? "" : separator) + n;
+  return text;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"multireduce: GPU reductions and the multi-reduction pattern"};
   app.require_subcommand(1);
 
-  multireduce::cli::trace_options trace;
+  multireduce::runtime::trace_options trace;
   std::string algorithm = "select-merge";
   auto* trace_cmd = app.add_subcommand("trace", "print the lane table of a multi-reduction (host emulator, no GPU needed)");
-  trace_cmd->add_option("--algorithm,-a", algorithm, "butterfly | select-merge | swap | order-preserving | shared-exchange")
-      ->check(CLI::IsMember({"butterfly", "select-merge", "swap", "order-preserving", "shared-exchange"}))
+  trace_cmd->add_option("--algorithm,-a", algorithm, joined(algorithm_names(), " | "))
+      ->check(CLI::IsMember(algorithm_names()))
       ->capture_default_str();
-  trace_cmd->add_option("--batches,-b", trace.batches, "independent reductions: 1..16, 32 or 64")->capture_default_str();
-  trace_cmd->add_option("--width,-w", trace.width, "logical warp size: 2, 4, 8, 16 or 32")->capture_default_str();
+  trace_cmd->add_option("--batches,-b", trace.batches, std::string("independent reductions: ") +
+                                                           multireduce::runtime::trace_batches_text)
+      ->capture_default_str();
+  trace_cmd->add_option("--width,-w", trace.width, std::string("logical warp size: ") +
+                                                       multireduce::runtime::trace_widths_text)
+      ->capture_default_str();
 
   multireduce::bench::options bench;
-  auto* bench_cmd = app.add_subcommand("bench", "run a benchmark suite on the GPU (verifies every result first)");
-  bench_cmd->add_option("suite", bench.suite, "suite: warp, reduce, segmented, stats, window, match, match-huge (GPU); cpu (this machine)")
-      ->required()
-      ->check(CLI::IsMember({"warp", "reduce", "segmented", "stats", "window", "match", "match-huge", "cpu"}));
+  std::vector<std::string> suite_names;
+  std::string suite_help = "suite:";
+  for (const auto& s : multireduce::bench::suites()) {
+    suite_names.emplace_back(s.name);
+    suite_help += fmt::format("\n  {:<11} {}{}", s.name, s.description, s.needs_gpu ? " (GPU)" : " (this machine)");
+  }
+  auto* bench_cmd = app.add_subcommand("bench", "run a benchmark suite (verifies every result first)");
+  bench_cmd->add_option("suite", bench.suite, suite_help)->required()->check(CLI::IsMember(suite_names));
   bench_cmd->add_option("--json", bench.json_path, "also write the results as JSON to this file");
   bench_cmd->add_option("--repetitions", bench.repetitions, "timed runs per kernel (median reported)")
       ->check(CLI::Range(1, 100000))->capture_default_str();
@@ -74,8 +80,13 @@ int main(int argc, char** argv) {
   if (*match_cmd) return multireduce::cli::run_match(match);
   if (*trace_cmd) {
     multireduce::parse(algorithm, trace.algorithm);
-    return multireduce::cli::run_trace(trace);
+    if (!multireduce::runtime::trace_supported(trace.batches, trace.width)) {
+      fmt::print(stderr, "multireduce trace: --batches must be {} and --width {}\n",
+                 multireduce::runtime::trace_batches_text, multireduce::runtime::trace_widths_text);
+      return 2;
+    }
+    fmt::print("{}", multireduce::runtime::trace_table(trace));
+    return 0;
   }
-  if (bench.suite == "cpu") return run_cpu_bench(bench);
   return multireduce::bench::run(bench);
 }

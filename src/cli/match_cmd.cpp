@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include <multireduce/match.hpp>
+#include <multireduce/match/match.hpp>
 
 #include "command_common.hpp"
-#include "gpu_backend.hpp"
 #include "npy/npy.hpp"
+#include "runtime/runtime.hpp"
 
 namespace multireduce::cli {
 namespace {
@@ -109,24 +109,21 @@ int match_body(const match_options& o) {
   // The ratio and margin tests look at the second nearest whatever k is asked for.
   const int k_search = (rule.ratio > 0 || rule.margin >= 0) ? std::max(o.k, 2) : o.k;
 
-  const auto* q = query.values<std::uint8_t>().data();
-  const auto* t = train.values<std::uint8_t>().data();
-  const std::string why_not_gpu =
-      choose_backend(o.backend, o.backend == "cpu" ? "" : gpu_match_unsupported_reason(bytes, o.device));
-  std::vector<std::int32_t> idx, dist;
-  std::vector<match> kept;
-  double seconds = 0;
-  knn_output gpu;
-  if (why_not_gpu.empty()) {
-    gpu = gpu_knn(q, nq, t, nt, bytes, k_search, rule.cross_check, o.device, o.train_chunk);
-    idx = std::move(gpu.idx), dist = std::move(gpu.dist), seconds = gpu.seconds;
-    kept = accept_matches(idx.data(), dist.data(), nq, k_search, rule,
-                          rule.cross_check ? gpu.reverse_nearest.data() : nullptr);
-  } else {
-    const auto start = std::chrono::steady_clock::now();
-    kept = cpu::match_descriptors(q, nq, t, nt, bytes, k_search, rule, &idx, &dist);
-    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
+  runtime::knn_job job;
+  job.query = query.values<std::uint8_t>().data();
+  job.queries = nq;
+  job.train = train.values<std::uint8_t>().data();
+  job.trains = nt;
+  job.bytes = bytes;
+  job.k = k_search;
+  job.reverse = rule.cross_check;
+  job.train_chunk = o.train_chunk;
+  runtime::knn_result found;
+  const runtime::report how = runtime::knn(job, found, o.backend.execution());
+  const std::vector<std::int32_t>& idx = found.idx;
+  const std::vector<std::int32_t>& dist = found.dist;
+  const std::vector<match> kept =
+      accept_matches(idx.data(), dist.data(), nq, k_search, rule, rule.cross_check ? found.reverse_nearest.data() : nullptr);
 
   // Everything that can fail on bad input happens before the first file is written.
   const std::int64_t inliers = geometry ? count_inliers(kept, o, nq, nt) : 0;
@@ -150,16 +147,18 @@ int match_body(const match_options& o) {
   if (geometry)
     fmt::print(stderr, "multireduce match: {} of them ({:.1f}%) agree with the homography (within {:g} px)\n", inliers,
                kept.empty() ? 0.0 : 100.0 * double(inliers) / double(kept.size()), o.inlier_px);
-  if (o.timing) {
+  if (o.backend.timing) {
     const double comparisons = double(nq) * double(nt) * (rule.cross_check ? 2.0 : 1.0);
+    const bool gpu = how.used == runtime::backend::cuda;
+    const std::string why_not = how.not_cuda.empty() ? o.backend.backend : "not the GPU: " + how.not_cuda;
     fmt::print(stderr, "backend {}: {:.3f} ms, {:.3g} comparisons/s{}\n",
-               why_not_gpu.empty() ? "cuda (" + gpu.device_name + ")" : "cpu (not the GPU: " + why_not_gpu + ")",
-               seconds * 1e3, seconds > 0 ? comparisons / seconds : 0.0,
-               !why_not_gpu.empty() ? ""
-               : gpu.streamed_chunk > 0
+               gpu ? "cuda (" + how.device_name + ")" : "cpu (" + why_not + ")", how.seconds * 1e3,
+               how.seconds > 0 ? comparisons / how.seconds : 0.0,
+               !gpu ? ""
+               : found.streamed_chunk > 0
                    ? fmt::format(", training set streamed {} rows at a time (copies included), GPU memory {:.1f} MiB",
-                                 gpu.streamed_chunk, double(gpu.device_bytes) / (1 << 20))
-                   : fmt::format(", peak GPU memory {:.1f} MiB", double(gpu.device_bytes) / (1 << 20)));
+                                 found.streamed_chunk, double(found.device_bytes) / (1 << 20))
+                   : fmt::format(", peak GPU memory {:.1f} MiB", double(found.device_bytes) / (1 << 20)));
   }
   return 0;
 }
@@ -203,8 +202,7 @@ CLI::App* add_match_command(CLI::App& app, match_options& opts) {
                                               "(int32, M x 3), atomically; without -o they are printed as CSV");
   cmd->add_option("--knn-idx", opts.knn_idx, "write the k nearest train indices to this .npy (int32, N x k; -1: none)");
   cmd->add_option("--knn-dist", opts.knn_dist, "write their Hamming distances to this .npy (int32, N x k; -1: none)");
-  add_backend_options(*cmd, opts.backend, opts.device, opts.timing,
-                      "print the backend, the time, comparisons per second and GPU memory to stderr");
+  add_backend_options(*cmd, opts.backend, "print the backend, the time, comparisons per second and GPU memory to stderr");
   auto* homography = cmd->add_option("--homography", opts.homography,
                                      "a 3 x 3 .npy homography (query (x, y, 1) -> train): also print how many kept "
                                      "matches land within --inlier-px of where it puts them");

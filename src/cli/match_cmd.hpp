@@ -8,6 +8,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "command_common.hpp"
+
 namespace multireduce::cli {
 
 struct match_options {
@@ -18,9 +20,7 @@ struct match_options {
   bool cross_check = false;
   std::string output;             ///< .csv or .npy; "" prints the matches as CSV
   std::string knn_idx, knn_dist;  ///< .npy files of the k nearest (int32, queries x k)
-  std::string backend = "auto";
-  int device = 0;
-  bool timing = false;
+  backend_options backend;
   std::int64_t train_chunk = 0;  ///< > 0: stream the training set through the GPU this many rows at a time
   /// Checking the kept matches against a known geometry: a 3 x 3 homography mapping query (x, y, 1)
   /// to train, the keypoint positions of both sets ((N, 2) float), and the tolerance in pixels.

@@ -1,5 +1,5 @@
 // reduce_cmd.cpp -- `multireduce reduce` and `multireduce stats` (see reduce_cmd.hpp): read the
-// .npy input, turn the options into one reduce_job, pick the backend, write or print the result.
+// .npy input, turn the options into one runtime job, run it, write or print the result.
 #include "reduce_cmd.hpp"
 
 #include <fmt/core.h>
@@ -23,23 +23,14 @@
 #include <vector>
 
 #include "command_common.hpp"
-#include "cpu_backend.hpp"
-#include "gpu_backend.hpp"
 #include "npy/npy.hpp"
+#include "runtime/runtime.hpp"
 
 namespace multireduce::cli {
 
 namespace {
 
-const std::map<std::string, op_kind>& op_names() {
-  static const std::map<std::string, op_kind> names{
-      {"sum", op_kind::sum},     {"prod", op_kind::prod},     {"min", op_kind::min},
-      {"max", op_kind::max},     {"and", op_kind::bit_and},   {"or", op_kind::bit_or},
-      {"xor", op_kind::bit_xor}, {"argmin", op_kind::argmin}, {"argmax", op_kind::argmax}};
-  return names;
-}
-
-bool is_float(npy::dtype t) { return t == npy::dtype::float16 || t == npy::dtype::float32 || t == npy::dtype::float64; }
+namespace rt = multireduce::runtime;
 
 /// One value as printed: integers in decimal, floats as the shortest text that reads back to the
 /// same value (fmt's "{}": "0.1", "1e+30", "nan", "inf", "-inf"); float16 as its float32 value.
@@ -86,8 +77,8 @@ std::vector<std::byte> transpose(const std::vector<std::byte>& in, std::int64_t 
   return out;
 }
 
-/// The offsets file as int64, checked against an input of n elements.
-std::vector<std::int64_t> read_offsets(const std::string& path, std::int64_t n) {
+/// The offsets file as int64 (a 1-d int32 or int64 array of at least one element).
+std::vector<std::int64_t> read_offsets(const std::string& path) {
   const npy::array a = npy::read(path);
   if (a.shape.size() != 1)
     throw command_error(fmt::format("{}: offsets must be a 1-d array, got shape {}", path, shape_string(a.shape)));
@@ -102,45 +93,18 @@ std::vector<std::int64_t> read_offsets(const std::string& path, std::int64_t n) 
     throw command_error(fmt::format("{}: offsets must be int32 or int64, got {}", path, npy::name_of(a.type)));
   }
   if (o.empty()) throw command_error(fmt::format("{}: offsets need at least one element (S + 1 for S segments)", path));
-  if (o.front() < 0) throw command_error(fmt::format("{}: offsets[0] = {} is negative", path, o.front()));
-  for (std::size_t i = 1; i < o.size(); ++i)
-    if (o[i] < o[i - 1])
-      throw command_error(fmt::format("{}: offsets must be non-decreasing, but offsets[{}] = {} > offsets[{}] = {}",
-                                      path, i - 1, o[i - 1], i, o[i]));
-  if (o.back() > n)
-    throw command_error(fmt::format("{}: offsets[{}] = {} is past the end of the input ({} elements)", path,
-                                    o.size() - 1, o.back(), n));
-  return o;
-}
-
-double gigabytes_per_second(std::int64_t bytes, double seconds) {
-  return seconds > 0 ? static_cast<double>(bytes) / seconds * 1e-9 : 0.0;
-}
-
-void print_cpu_timing(const char* command, double seconds, std::int64_t bytes, const std::string& why_not_gpu) {
-  fmt::print(stderr, "multireduce {}: backend cpu ({} threads){}\n", command, cpu_threads(),
-             why_not_gpu.empty() ? "" : "; not the GPU: " + why_not_gpu);
-  fmt::print(stderr, "multireduce {}: {:.6g} s, {:.3f} GB/s ({} bytes read and written)\n", command, seconds,
-             gigabytes_per_second(bytes, seconds), bytes);
-}
-
-void print_gpu_timing(const char* command, const gpu_timing& t, int device) {
-  fmt::print(stderr, "multireduce {}: backend cuda (device {}: {})\n", command, device, t.device_name);
-  fmt::print(stderr,
-             "multireduce {}: {:.6g} s on the device, {:.3f} GB/s ({} bytes read and written); transfers {:.6g} s\n",
-             command, t.seconds, gigabytes_per_second(t.bytes, t.seconds), t.bytes, t.transfer_seconds);
+  return o;  // their values are checked with the job (runtime::validate)
 }
 
 // ---- reduce ------------------------------------------------------------------------------------
 
 int reduce_body(const reduce_options& opts) {
-  const op_kind op = op_names().at(opts.op);
+  const rt::op_kind op = *rt::parse_op(opts.op);
   const npy::array in = npy::read(opts.input);
   const std::int64_t n = in.count();
   const std::size_t ndim = in.shape.size();
 
-  const bool bitwise = op == op_kind::bit_and || op == op_kind::bit_or || op == op_kind::bit_xor;
-  if (bitwise && is_float(in.type))
+  if (rt::info(op).integers_only && rt::is_floating(in.type))
     throw command_error(
         fmt::format("--op {} needs an integer dtype; {} holds {}", opts.op, opts.input, npy::name_of(in.type)));
 
@@ -157,10 +121,8 @@ int reduce_body(const reduce_options& opts) {
   if (ndim == 2 && opts.axis && (*opts.axis < -2 || *opts.axis > 1))
     throw command_error(fmt::format("--axis {}: {} is 2-d, the axis must be 0, 1, -1 or -2", *opts.axis, opts.input));
 
-  reduce_job job;
-  job.type = in.type;
-  job.data = in.data.data();
-  job.n = n;
+  rt::reduce_job job;
+  job.input = rt::array_view{in.type, in.data.data(), n};
   job.op = op;
   std::vector<std::int64_t> out_shape;  // the reduced axis disappears, as in NumPy
   std::vector<std::int64_t> offsets;
@@ -170,9 +132,9 @@ int reduce_body(const reduce_options& opts) {
     const bool along_rows = !opts.axis || *opts.axis == 1 || *opts.axis == -1;  // reduce each row
     if (!along_rows) {
       transposed = transpose(in.data, rows, cols, npy::size_of(in.type));
-      job.data = transposed.data();
+      job.input.data = transposed.data();
     }
-    job.shape = shape_kind::fixed_segments;
+    job.shape = rt::shape_kind::fixed_segments;
     job.segments = along_rows ? rows : cols;
     job.length = along_rows ? cols : rows;
     out_shape = {job.segments};
@@ -180,57 +142,42 @@ int reduce_body(const reduce_options& opts) {
     const std::int64_t length = *opts.segment_length;
     if (n % length != 0)
       throw command_error(fmt::format("--segment-length {} does not divide the input's length {}", length, n));
-    job.shape = shape_kind::fixed_segments;
+    job.shape = rt::shape_kind::fixed_segments;
     job.length = length;
     job.segments = n / length;
     out_shape = {job.segments};
   } else if (!opts.offsets.empty()) {
-    offsets = read_offsets(opts.offsets, n);
-    job.shape = shape_kind::offsets;
+    offsets = read_offsets(opts.offsets);
+    job.shape = rt::shape_kind::offsets;
     job.offsets = offsets.data();
     job.segments = static_cast<std::int64_t>(offsets.size()) - 1;
     out_shape = {job.segments};
   } else if (opts.window) {
-    job.shape = shape_kind::window;
+    job.shape = rt::shape_kind::window;
     job.length = *opts.window;
     out_shape = {n >= job.length ? n - job.length + 1 : 0};
   } else {
-    job.shape = shape_kind::whole;  // 1-d or 0-d: a 0-d result
+    job.shape = rt::shape_kind::whole;  // 1-d or 0-d: a 0-d result
   }
   if (!opts.output.empty()) check_not_an_input(opts.output, {opts.input, opts.offsets});
+  rt::validate(job);
 
-  const std::string why_not_gpu =
-      choose_backend(opts.backend, opts.backend == "cpu" ? "" : gpu_unsupported_reason(job, opts.device));
-  reduce_output result;
-  if (why_not_gpu.empty()) {
-    gpu_timing timing;
-    result = gpu_reduce(job, opts.device, &timing);
-    if (opts.timing) print_gpu_timing("reduce", timing, opts.device);
-  } else {
-    const auto start = std::chrono::steady_clock::now();
-    result = cpu_reduce(job);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (opts.timing) {
-      const auto bytes =
-          static_cast<std::int64_t>(in.data.size() + result.data.size() + offsets.size() * sizeof(std::int64_t));
-      print_cpu_timing("reduce", seconds, bytes, opts.backend == "cpu" ? "" : why_not_gpu);
-    }
-  }
-  std::int64_t expected = 1;
-  for (const std::int64_t d : out_shape) expected *= d;
-  if (result.count != expected || result.data.size() != static_cast<std::size_t>(expected) * npy::size_of(result.type))
-    throw std::logic_error(fmt::format("the backend returned {} results, expected {}", result.count, expected));
+  const rt::dtype result_type = rt::output_dtype(job);
+  const std::int64_t count = rt::output_count(job);
+  std::vector<std::byte> result(static_cast<std::size_t>(count) * rt::size_of(result_type));
+  const rt::report how = rt::reduce(job, rt::output_view{result_type, result.data(), count}, opts.backend.execution());
+  if (opts.backend.timing) print_report("reduce", how, opts.backend.backend == "cpu");
 
   if (!opts.output.empty()) {
-    npy::write(opts.output, result.type, out_shape, result.data.data());
+    npy::write(opts.output, result_type, out_shape, result.data());
     return 0;
   }
   fmt::memory_buffer text;
-  npy::visit(result.type, [&](auto element) {
+  npy::visit(result_type, [&](auto element) {
     using T = decltype(element);
-    for (std::int64_t i = 0; i < result.count; ++i) {
+    for (std::int64_t i = 0; i < count; ++i) {
       T x;
-      std::memcpy(&x, result.data.data() + i * sizeof(T), sizeof(T));
+      std::memcpy(&x, result.data() + i * sizeof(T), sizeof(T));
       fmt::format_to(std::back_inserter(text), "{}\n", format_value(x));
     }
   });
@@ -280,34 +227,10 @@ void print_statistics(const statistics<T>& s, bool json) {
 
 int stats_body(const stats_options& opts) {
   const npy::array in = npy::read(opts.input);
-  const std::int64_t n = in.count();
-  const bool half = in.type == npy::dtype::float16;
-  std::string reason;
-  if (opts.backend != "cpu") {
-    reason = gpu_unsupported_reason_for_stats(in.type, opts.device);
-    if (reason.empty() && half) reason = "the GPU statistics take no float16";
-  }
-  const std::string why_not_gpu = choose_backend(opts.backend, reason);
-  const auto bytes = static_cast<std::int64_t>(in.data.size());
-  npy::visit(in.type, [&](auto element) {
-    using T = decltype(element);
-    const auto start = std::chrono::steady_clock::now();
-    auto finish_cpu = [&](const auto& s) {
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (opts.timing) print_cpu_timing("stats", seconds, bytes, opts.backend == "cpu" ? "" : why_not_gpu);
-      print_statistics(s, opts.json);
-    };
-    if constexpr (std::is_same_v<T, npy::float16_bits>) {
-      finish_cpu(cpu_statistics(in.values<npy::float16_bits>().data(), n));
-    } else if (why_not_gpu.empty()) {
-      gpu_timing timing;
-      const statistics<T> s = gpu_statistics(in.values<T>().data(), n, opts.device, &timing);
-      if (opts.timing) print_gpu_timing("stats", timing, opts.device);
-      print_statistics(s, opts.json);
-    } else {
-      finish_cpu(cpu_statistics(in.values<T>().data(), n));
-    }
-  });
+  rt::any_statistics s;
+  const rt::report how = rt::statistics(rt::array_view{in.type, in.data.data(), in.count()}, s, opts.backend.execution());
+  if (opts.backend.timing) print_report("stats", how, opts.backend.backend == "cpu");
+  std::visit([&](const auto& result) { print_statistics(result, opts.json); }, s);
   return 0;
 }
 
@@ -317,10 +240,8 @@ CLI::App* add_reduce_command(CLI::App& app, reduce_options& opts) {
   auto* cmd = app.add_subcommand("reduce", "reduce a .npy array: whole, along an axis, in segments or sliding windows");
   cmd->add_option("input", opts.input, "input .npy file (1-d or 2-d; 0-d counts as one element)")->required();
   std::vector<std::string> ops;
-  for (const auto& [name, kind] : op_names()) ops.push_back(name);
-  cmd->add_option("--op", opts.op, "sum | prod | min | max | and | or | xor | argmin | argmax")
-      ->required()
-      ->check(CLI::IsMember(ops));
+  for (const auto& op : rt::op_table) ops.emplace_back(op.name);
+  cmd->add_option("--op", opts.op, rt::op_names())->required()->check(CLI::IsMember(ops));
   cmd->add_option("-o,--output", opts.output, "write the result to this .npy file (atomically) instead of printing it");
   auto* seg = cmd->add_option_function<std::int64_t>(
                      "--segment-length", [&opts](const std::int64_t& v) { opts.segment_length = v; },
@@ -338,7 +259,7 @@ CLI::App* add_reduce_command(CLI::App& app, reduce_options& opts) {
   cmd->add_option_function<int>(
       "--axis", [&opts](const int& v) { opts.axis = v; },
       "2-d: the axis reduced: -1 or 1 (each row, the default), 0 or -2 (each column); 1-d: 0 or -1");
-  add_backend_options(*cmd, opts.backend, opts.device, opts.timing, "print the backend, the time and the bandwidth to stderr");
+  add_backend_options(*cmd, opts.backend, "print the backend, the time and the bandwidth to stderr");
   cmd->footer(
       "Results follow NumPy: the reduced axis disappears (a whole 1-d reduction is 0-d, shape ()).\n"
       "sum/prod: int64 for signed integers, uint64 for unsigned (wrapping), floats keep their type\n"
@@ -358,7 +279,7 @@ CLI::App* add_stats_command(CLI::App& app, stats_options& opts) {
       "stats", "count, sum, mean, var, std, min, argmin, max, argmax, l1, l2 of a .npy array, one pass");
   cmd->add_option("input", opts.input, "input .npy file (any shape, taken flat in C order)")->required();
   cmd->add_flag("--json", opts.json, "print a JSON object instead of key: value lines");
-  add_backend_options(*cmd, opts.backend, opts.device, opts.timing, "print the backend, the time and the bandwidth to stderr");
+  add_backend_options(*cmd, opts.backend, "print the backend, the time and the bandwidth to stderr");
   cmd->footer(
       "var and std are the population's (ddof = 0); l1 = sum |x|, l2 = sqrt(sum x^2). sum: int64 for\n"
       "signed integers, uint64 for unsigned (wrapping, as NumPy), float64 for floats; mean/var/std/l1/l2\n"

@@ -1,10 +1,12 @@
 // reduce_cmd.hpp -- `multireduce reduce` and `multireduce stats`: reductions and statistics of
-// .npy files, on the GPU (gpu_backend.hpp) or the CPU (cpu_backend.hpp), with NumPy's result types.
+// .npy files through the runtime (src/runtime: the GPU or the CPU), with NumPy's result types.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+
+#include "command_common.hpp"
 
 namespace CLI {
 class App;
@@ -20,17 +22,13 @@ struct reduce_options {
   std::string offsets;                         ///< a .npy file of S + 1 int32/int64 offsets
   std::optional<std::int64_t> window;          ///< sliding windows of this length
   std::optional<int> axis;                     ///< 2-d: -1/1 (default) or 0/-2; 1-d: 0 or -1
-  std::string backend = "auto";                ///< auto, cuda or cpu
-  int device = 0;
-  bool timing = false;
+  backend_options backend;
 };
 
 struct stats_options {
   std::string input;
   bool json = false;
-  std::string backend = "auto";
-  int device = 0;
-  bool timing = false;
+  backend_options backend;
 };
 
 /// Adds the `reduce` subcommand to `app`, parsing into `opts` (which must outlive the parse).

@@ -28,31 +28,15 @@ constexpr std::size_t growth_axis_max_digits = 21;  // numpy.lib.format.GROWTH_A
 constexpr std::size_t max_header_bytes = std::size_t{1} << 20;
 constexpr int max_nesting = 32;
 
-struct dtype_info {
+struct descr_info_entry {
   dtype type;
-  std::string_view name;
   std::string_view descr;  // what numpy.save writes, little-endian
-  std::size_t size;
 };
-constexpr std::array<dtype_info, 11> dtypes{{
-    {dtype::int8, "int8", "|i1", 1},
-    {dtype::int16, "int16", "<i2", 2},
-    {dtype::int32, "int32", "<i4", 4},
-    {dtype::int64, "int64", "<i8", 8},
-    {dtype::uint8, "uint8", "|u1", 1},
-    {dtype::uint16, "uint16", "<u2", 2},
-    {dtype::uint32, "uint32", "<u4", 4},
-    {dtype::uint64, "uint64", "<u8", 8},
-    {dtype::float16, "float16", "<f2", 2},
-    {dtype::float32, "float32", "<f4", 4},
-    {dtype::float64, "float64", "<f8", 8},
+constexpr std::array<descr_info_entry, 11> descrs{{
+    {dtype::int8, "|i1"},    {dtype::int16, "<i2"},   {dtype::int32, "<i4"},   {dtype::int64, "<i8"},
+    {dtype::uint8, "|u1"},   {dtype::uint16, "<u2"},  {dtype::uint32, "<u4"},  {dtype::uint64, "<u8"},
+    {dtype::float16, "<f2"}, {dtype::float32, "<f4"}, {dtype::float64, "<f8"},
 }};
-
-const dtype_info& info(dtype type) {
-  for (const auto& i : dtypes)
-    if (i.type == type) return i;
-  throw error("npy: invalid dtype value " + std::to_string(static_cast<int>(type)));
-}
 
 /// Text from a file, made safe to print: printable ASCII kept, the rest as \xNN, long text cut.
 std::string printable(std::string_view s, std::size_t max_chars = 100) {
@@ -334,15 +318,15 @@ std::uint32_t read_le(const std::byte* p, std::size_t n) {
 
 std::vector<std::byte> encode_named(std::string_view name, dtype type, std::span<const std::int64_t> shape,
                                     const void* data) {
-  const dtype_info& t = info(type);
+  const std::size_t element_size = size_of(type);
   for (const std::int64_t d : shape)
     if (d < 0) fail(name, "cannot write shape " + shape_repr(shape) + ": negative dimension");
-  const auto bytes = checked_bytes(shape, t.size);
+  const auto bytes = checked_bytes(shape, element_size);
   if (!bytes || static_cast<std::uint64_t>(*bytes) > std::numeric_limits<std::size_t>::max() / 2)
     fail(name, "cannot write shape " + shape_repr(shape) + ": too many elements");
   if (*bytes > 0 && data == nullptr) fail(name, "cannot write shape " + shape_repr(shape) + ": data is null");
 
-  std::string header = "{'descr': '" + std::string(t.descr) + "', 'fortran_order': False, 'shape': " +
+  std::string header = "{'descr': '" + std::string(descr_of(type)) + "', 'fortran_order': False, 'shape': " +
                        shape_repr(shape) + ", }";
   if (!shape.empty()) {  // NumPy's spare room for growing the first axis in place
     const std::size_t digits = std::to_string(shape.front()).size();
@@ -374,7 +358,7 @@ std::vector<std::byte> encode_named(std::string_view name, dtype type, std::span
   const auto* p = static_cast<const std::byte*>(data);
   out.insert(out.end(), p, p + *bytes);
   if constexpr (std::endian::native == std::endian::big)
-    swap_elements(std::span<std::byte>(out).subspan(prefix + padded), t.size);
+    swap_elements(std::span<std::byte>(out).subspan(prefix + padded), element_size);
   return out;
 }
 
@@ -431,53 +415,10 @@ void write_atomically(const std::filesystem::path& path, std::span<const std::by
 
 }  // namespace
 
-std::size_t size_of(dtype type) { return info(type).size; }
-std::string_view name_of(dtype type) { return info(type).name; }
-std::string_view descr_of(dtype type) { return info(type).descr; }
-
-std::optional<dtype> parse_dtype_name(std::string_view name) {
-  for (const auto& i : dtypes)
-    if (i.name == name) return i.type;
-  return std::nullopt;
-}
-
-float to_float(float16_bits h) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h.bits & 0x8000u) << 16;
-  const std::uint32_t exponent = (h.bits >> 10) & 0x1fu;
-  const std::uint32_t mantissa = h.bits & 0x3ffu;
-  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24, exact in float
-    const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
-    return sign ? -magnitude : magnitude;
-  }
-  if (exponent == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mantissa << 13));
-  return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));
-}
-
-float16_bits to_float16(float x) {
-  const std::uint32_t f = std::bit_cast<std::uint32_t>(x);
-  const auto sign = static_cast<std::uint16_t>((f >> 16) & 0x8000u);
-  const std::uint32_t magnitude = f & 0x7fffffffu;
-  if (magnitude > 0x7f800000u)  // NaN: quiet, top payload bits kept
-    return {static_cast<std::uint16_t>(sign | 0x7e00u | ((magnitude >> 13) & 0x3ffu))};
-  if (magnitude >= 0x477ff000u) return {static_cast<std::uint16_t>(sign | 0x7c00u)};  // >= 65520: infinity
-  // Keep `keep` = the float16 bits before rounding, `dropped` the bits below them, `half` the
-  // weight of half a float16 unit in those bits; round to nearest, ties to even.
-  std::uint32_t keep, dropped, half;
-  if (magnitude >= 0x38800000u) {  // normal float16 (>= 2^-14): rebias the exponent by 127 - 15
-    keep = (magnitude - 0x38000000u) >> 13;
-    dropped = magnitude & 0x1fffu;
-    half = 0x1000u;
-  } else {  // subnormal float16: units of 2^-24
-    const std::uint32_t exponent = magnitude >> 23;
-    if (exponent < 102) return {sign};  // below 2^-25: rounds to zero
-    const std::uint32_t mantissa = (magnitude & 0x7fffffu) | 0x800000u;
-    const std::uint32_t shift = 126 - exponent;  // 14..24
-    keep = mantissa >> shift;
-    dropped = mantissa & ((1u << shift) - 1);
-    half = 1u << (shift - 1);
-  }
-  if (dropped > half || (dropped == half && (keep & 1u))) ++keep;  // a carry may reach the exponent: right
-  return {static_cast<std::uint16_t>(sign | keep)};
+std::string_view descr_of(dtype type) {
+  for (const auto& d : descrs)
+    if (d.type == type) return d.descr;
+  throw error("npy: invalid dtype value " + std::to_string(static_cast<int>(type)));
 }
 
 std::int64_t array::count() const {

@@ -26,81 +26,29 @@
 #include <type_traits>
 #include <vector>
 
+#include "runtime/dtype.hpp"
+
 namespace multireduce::npy {
 
-/// Element types a .npy file may hold here (NumPy's names).
-enum class dtype { int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64 };
+// The element types and their names are the runtime's (runtime/dtype.hpp).
+using runtime::dtype;
+using runtime::dtype_of;
+using runtime::float16_bits;
+using runtime::name_of;
+using runtime::parse_dtype_name;
+using runtime::size_of;
+using runtime::to_float;
+using runtime::to_float16;
+using runtime::to_string;
+using runtime::visit;
 
-/// @return the size of one element in bytes (1, 2, 4 or 8).
-std::size_t size_of(dtype type);
-/// @return NumPy's name: "int8" ... "float64".
-std::string_view name_of(dtype type);
-/// The same as name_of, for symmetry with the project's other enums.
-inline std::string_view to_string(dtype type) { return name_of(type); }
-/// @return the dtype named exactly `name` ("float32", ...), or nullopt.
-std::optional<dtype> parse_dtype_name(std::string_view name);
 /// @return the little-endian descr NumPy writes for `type`: "<f4", "|u1", ...
 std::string_view descr_of(dtype type);
-
-/// The bits of an IEEE binary16 value; the element type of float16 arrays.
-struct float16_bits {
-  std::uint16_t bits;
-};
-/// @return the float16 value widened to float (exact; NaN payloads are kept).
-float to_float(float16_bits h);
-/// @return x rounded to the nearest float16 (ties to even; overflow to infinity; NaN stays NaN).
-float16_bits to_float16(float x);
 
 /// Every failure: a message that names the file and the problem.
 struct error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
-
-/// The dtype stored as elements of C++ type T: integers by size and signedness, float, double,
-/// float16_bits. Other types do not compile.
-template <class T>
-consteval dtype dtype_of() {
-  using U = std::remove_cv_t<T>;
-  static_assert(!std::is_same_v<U, bool>, "npy has no bool dtype: use std::uint8_t");
-  static_assert(std::is_integral_v<U> || std::is_same_v<U, float> || std::is_same_v<U, double> ||
-                    std::is_same_v<U, float16_bits>,
-                "T must be an integer of 1, 2, 4 or 8 bytes, float, double or npy::float16_bits");
-  if constexpr (std::is_same_v<U, float>) {
-    return dtype::float32;
-  } else if constexpr (std::is_same_v<U, double>) {
-    return dtype::float64;
-  } else if constexpr (std::is_same_v<U, float16_bits>) {
-    return dtype::float16;
-  } else {
-    static_assert(sizeof(U) == 1 || sizeof(U) == 2 || sizeof(U) == 4 || sizeof(U) == 8,
-                  "T must be an integer of 1, 2, 4 or 8 bytes");
-    constexpr bool s = std::is_signed_v<U>;
-    if constexpr (sizeof(U) == 1) return s ? dtype::int8 : dtype::uint8;
-    else if constexpr (sizeof(U) == 2) return s ? dtype::int16 : dtype::uint16;
-    else if constexpr (sizeof(U) == 4) return s ? dtype::int32 : dtype::uint32;
-    else return s ? dtype::int64 : dtype::uint64;
-  }
-}
-
-/// Calls f(T{}) with T the C++ element type of `type` (float16_bits for float16): the one place
-/// that maps a run-time dtype to a type.
-template <class F>
-decltype(auto) visit(dtype type, F&& f) {
-  switch (type) {
-    case dtype::int8: return f(std::int8_t{});
-    case dtype::int16: return f(std::int16_t{});
-    case dtype::int32: return f(std::int32_t{});
-    case dtype::int64: return f(std::int64_t{});
-    case dtype::uint8: return f(std::uint8_t{});
-    case dtype::uint16: return f(std::uint16_t{});
-    case dtype::uint32: return f(std::uint32_t{});
-    case dtype::uint64: return f(std::uint64_t{});
-    case dtype::float16: return f(float16_bits{});
-    case dtype::float32: return f(float{});
-    case dtype::float64: return f(double{});
-  }
-  throw std::logic_error("npy::visit: unknown dtype");
-}
 
 /// An n-dimensional array as read from a .npy file.
 struct array {

@@ -1,4 +1,4 @@
-#include <multireduce/host_warp.hpp>
+#include <multireduce/emulator/host_warp.hpp>
 #include <multireduce/multireduce.hpp>
 void f(multireduce::host_lane& lane) {
   multireduce::array<int, 3> v{{1, 2, 3}};

@@ -1,5 +1,5 @@
 // Uses the installed headers: 4 batches on a logical warp of 8 lanes, on the host emulator.
-#include <multireduce/host_warp.hpp>
+#include <multireduce/emulator/host_warp.hpp>
 #include <multireduce/multireduce.hpp>
 
 int main() {

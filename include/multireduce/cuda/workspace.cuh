@@ -1,0 +1,210 @@
+// multireduce/cuda/workspace.cuh -- the convenience layer over the CUB-style entry points: owns
+// (and grows) the temporary storage for one stream, throws multireduce::cuda::error with a
+// message, and keeps reduce's ticket zeroed between calls, so a reduction is exactly one launch.
+//
+// Names say whether a call waits: `reduce`, `argmin`, `argmax` and `statistics` copy their result
+// to the host and synchronise the stream; every `..._async` call only queues work on the stream
+// and leaves its results in device memory. One workspace serves one stream at a time; a workspace
+// per host thread (or per stream) keeps threads apart (there is no shared state).
+//
+//   multireduce::cuda::workspace ws(stream);
+//   float total = ws.reduce(d_x, n, multireduce::sum{}, 0.0f);                // waits
+//   ws.window_reduce_async(d_x, n, 1000, d_out, multireduce::maximum{}, -INFINITY);
+//
+// The matcher's convenience calls take a workspace too (multireduce/match/cuda.cuh).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "../operators.hpp"
+#include "../statistics.hpp"
+#include "detail/device_buffer.cuh"
+#include "detail/error.cuh"
+#include "detail/ticket.cuh"
+#include "fixed_segmented_reduce.cuh"
+#include "reduce.cuh"
+#include "segmented_reduce.cuh"
+#include "statistics.cuh"
+#include "window_reduce.cuh"
+
+namespace multireduce::cuda {
+
+class workspace {
+ public:
+  explicit workspace(cudaStream_t stream = 0) : stream_(stream) {}
+  workspace(workspace&&) noexcept = default;
+  workspace& operator=(workspace&&) noexcept = default;
+  cudaStream_t stream() const { return stream_; }
+
+  // ---- results on the host (each call synchronises the stream) --------------------------------
+
+  /// op(init, fold of in[0, n)): one kernel launch, then the copy to the host.
+  template <class It, class Acc, class Op>
+  Acc reduce(It in, std::int64_t n, Op op, Acc init) {
+    Acc* d = scratch<Acc>();
+    reduce_async(in, n, d, op, init);
+    return fetch(d);
+  }
+  /// {value, index} of the smallest element (the first among equals; a NaN wins); n == 0 gives
+  /// index -1.
+  template <class T>
+  key_value<T> argmin(const T* in, std::int64_t n) {
+    auto* d = scratch<key_value<T>>();
+    argmin_async(in, n, d);
+    return fetch(d);
+  }
+  /// {value, index} of the largest element, as argmin.
+  template <class T>
+  key_value<T> argmax(const T* in, std::int64_t n) {
+    auto* d = scratch<key_value<T>>();
+    argmax_async(in, n, d);
+    return fetch(d);
+  }
+  /// All statistics in one pass.
+  template <class T>
+  multireduce::statistics<T> statistics(const T* in, std::int64_t n) {
+    auto* d = scratch<multireduce::statistics<T>>();
+    statistics_async(in, n, d);
+    return fetch(d);
+  }
+
+  // ---- asynchronous: results stay in device memory ----------------------------------------------
+
+  /// *d_out = op(init, fold of in[0, n)), one kernel launch.
+  template <class It, class Acc, class Op>
+  void reduce_async(It in, std::int64_t n, Acc* d_out, Op op, Acc init) {
+    run_with_ticket("multireduce::cuda::workspace::reduce", [&](void* t, std::size_t& b) {
+      return detail::reduce(t, b, in, d_out, n, op, init, init, convert_to<Acc>{}, stream_, t != nullptr);
+    });
+  }
+  /// *d_out = {value, index} of the smallest element, as argmin.
+  template <class T>
+  void argmin_async(const T* in, std::int64_t n, key_value<T>* d_out) {
+    arg_extreme_async<multireduce::argmin>(in, n, d_out, minimum::identity<T>());
+  }
+  /// *d_out = {value, index} of the largest element, as argmax.
+  template <class T>
+  void argmax_async(const T* in, std::int64_t n, key_value<T>* d_out) {
+    arg_extreme_async<multireduce::argmax>(in, n, d_out, maximum::identity<T>());
+  }
+  /// *d_out = all statistics of in[0, n), one kernel launch.
+  template <class T>
+  void statistics_async(const T* in, std::int64_t n, multireduce::statistics<T>* d_out) {
+    run_with_ticket("multireduce::cuda::workspace::statistics",
+                    [&](void* t, std::size_t& b) { return detail::statistics(t, b, in, d_out, n, stream_, t != nullptr); });
+  }
+  /// segmented_reduce (segmented_reduce.cuh) into `out`.
+  template <class It, class Out, class OffIt, class Acc, class Op>
+  void segmented_reduce_async(It in, std::int64_t n, Out out, std::int64_t segments, OffIt begin_offsets,
+                              OffIt end_offsets, Op op, Acc init) {
+    run_async("multireduce::cuda::workspace::segmented_reduce", [&](void* t, std::size_t& b) {
+      return detail::segmented_reduce(t, b, in, n, out, segments, begin_offsets, end_offsets, op, init, stream_);
+    });
+  }
+  /// fixed_segmented_reduce (fixed_segmented_reduce.cuh) into `out`.
+  template <class It, class Out, class Acc, class Op>
+  void fixed_segmented_reduce_async(It in, Out out, std::int64_t segments, std::int64_t segment_length, Op op, Acc init) {
+    run_async("multireduce::cuda::workspace::fixed_segmented_reduce", [&](void* t, std::size_t& b) {
+      return detail::fixed_segmented_reduce(t, b, in, out, segments, segment_length, op, init, stream_);
+    });
+  }
+  /// window_reduce (window_reduce.cuh) into `out`. @return the number of outputs, max(0, n - W + 1).
+  template <class It, class Out, class Acc, class Op>
+  std::int64_t window_reduce_async(It in, std::int64_t n, std::int64_t window, Out out, Op op, Acc init) {
+    run_async("multireduce::cuda::workspace::window_reduce", [&](void* t, std::size_t& b) {
+      return detail::window_reduce(t, b, in, n, window, out, op, init, stream_);
+    });
+    return n - window + 1 > 0 ? n - window + 1 : 0;
+  }
+
+  /// Runs any CUB-style call in this workspace's temporary storage, asynchronously on its stream:
+  /// algorithm(void* temp_storage, std::size_t& temp_bytes) -> cudaError_t, called first with a
+  /// null pointer (the query), then with the storage. A failure throws error naming `what` (a
+  /// failed query: cudaErrorInvalidValue, "bad arguments").
+  template <class Algorithm>
+  void run_async(const char* what, Algorithm&& algorithm) {
+    std::size_t bytes = 0;
+    query(what, algorithm, bytes);
+    grow(bytes + detail::ticket_bytes);
+    std::size_t available = storage_.bytes() - detail::ticket_bytes;
+    check(algorithm(storage_.data() + detail::ticket_bytes, available), what);
+  }
+
+  // ---- the names of 0.1, for one more release -------------------------------------------------
+
+  template <class It, class Acc, class Op>
+  [[deprecated("use reduce_async (removed after 0.2)")]] void reduce(It in, std::int64_t n, Acc* d_out, Op op, Acc init) {
+    reduce_async(in, n, d_out, op, init);
+  }
+  template <class It, class Out, class OffIt, class Acc, class Op>
+  [[deprecated("use segmented_reduce_async (removed after 0.2)")]] void segmented_reduce(
+      It in, std::int64_t n, Out out, std::int64_t segments, OffIt begin_offsets, OffIt end_offsets, Op op, Acc init) {
+    segmented_reduce_async(in, n, out, segments, begin_offsets, end_offsets, op, init);
+  }
+  template <class It, class Out, class Acc, class Op>
+  [[deprecated("use fixed_segmented_reduce_async (removed after 0.2)")]] void fixed_segmented_reduce(
+      It in, Out out, std::int64_t segments, std::int64_t segment_length, Op op, Acc init) {
+    fixed_segmented_reduce_async(in, out, segments, segment_length, op, init);
+  }
+  template <class It, class Out, class Acc, class Op>
+  [[deprecated("use window_reduce_async (removed after 0.2)")]] std::int64_t window_reduce(
+      It in, std::int64_t n, std::int64_t window, Out out, Op op, Acc init) {
+    return window_reduce_async(in, n, window, out, op, init);
+  }
+
+ private:
+  // The storage: [ticket region, zero between reductions][general temporary storage]. reduce and
+  // statistics get the whole buffer (their ticket is its first piece) and leave the ticket zero;
+  // every other call starts past the ticket region.
+  template <class Algorithm>
+  void run_with_ticket(const char* what, Algorithm&& algorithm) {
+    std::size_t bytes = 0;
+    query(what, algorithm, bytes);
+    grow(bytes);
+    std::size_t available = storage_.bytes();
+    check(algorithm(storage_.data(), available), what);
+  }
+  template <class Algorithm>
+  static void query(const char* what, Algorithm& algorithm, std::size_t& bytes) {
+    if (const cudaError_t e = algorithm(nullptr, bytes); e != cudaSuccess) throw error(e, std::string(what) + ": bad arguments");
+  }
+  void grow(std::size_t bytes) {
+    if (bytes <= storage_.bytes()) return;
+    check(cudaStreamSynchronize(stream_), "multireduce::cuda::workspace");  // calls in flight may use the old storage
+    storage_ = device_buffer<unsigned char>();
+    storage_ = device_buffer<unsigned char>(bytes < 2 * detail::ticket_bytes ? 2 * detail::ticket_bytes : bytes);
+    check(cudaMemsetAsync(storage_.data(), 0, detail::ticket_bytes, stream_), "multireduce::cuda::workspace");
+  }
+  template <class R>
+  R* scratch() {
+    static_assert(sizeof(R) <= 256, "multireduce::cuda::workspace: a result of at most 256 bytes");
+    if (result_.size() == 0) result_ = device_buffer<unsigned char>(256);
+    return reinterpret_cast<R*>(result_.data());
+  }
+  template <class R>
+  R fetch(const R* d) {
+    R value;
+    check(cudaMemcpyAsync(&value, d, sizeof(R), cudaMemcpyDeviceToHost, stream_),
+          "multireduce::cuda::workspace: copying the result");
+    check(cudaStreamSynchronize(stream_), "multireduce::cuda::workspace: running the reduction");
+    return value;
+  }
+  template <class Op, class T>
+  void arg_extreme_async(const T* in, std::int64_t n, key_value<T>* d_out, T empty_value) {
+    run_with_ticket("multireduce::cuda::workspace::argmin/argmax", [&](void* t, std::size_t& b) {
+      return detail::reduce(t, b, in, d_out, n, Op{}, Op::template identity<key_value<T>>(), key_value<T>{empty_value, -1},
+                            with_index<T>{}, stream_, t != nullptr);
+    });
+  }
+
+  cudaStream_t stream_ = 0;
+  device_buffer<unsigned char> storage_;
+  device_buffer<unsigned char> result_;
+};
+
+}  // namespace multireduce::cuda

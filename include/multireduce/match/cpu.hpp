@@ -1,0 +1,120 @@
+// multireduce/match/cpu.hpp -- the matcher on the CPU: brute-force Hamming k-NN with all cores
+// (OpenMP) and 64-bit popcounts, and the whole match (k-NN, rules, cross-check). The contract is
+// match/match.hpp's.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "../cpu/detail/parallel.hpp"
+#include "match.hpp"
+
+namespace multireduce {
+namespace cpu {
+
+namespace detail {
+
+/// Keeps the k smallest (distance, index) keys seen, sorted; indices arrive in increasing order,
+/// so a strictly smaller distance is needed to pass an equal one.
+struct top_k {
+  int k;
+  std::int32_t dist[match_max_k], idx[match_max_k];
+  int size = 0;
+  void push(std::int32_t d, std::int32_t i) {
+    if (size == k && d >= dist[k - 1]) return;
+    int p = size < k ? size++ : k - 1;
+    while (p > 0 && dist[p - 1] > d) {
+      dist[p] = dist[p - 1], idx[p] = idx[p - 1];
+      --p;
+    }
+    dist[p] = d, idx[p] = i;
+  }
+};
+
+/// On x86-64 with GCC or Clang (not in nvcc's host pass): clones of the distance loop for CPUs with
+/// AVX-512 VPOPCNTDQ, AVX2 and POPCNT, picked at load time, so a portable build still uses the
+/// popcount instructions.
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(__CUDACC__) && !defined(__NVCOMPILER) && !defined(__INTEL_LLVM_COMPILER)
+#define MULTIREDUCE_POPCOUNT_CLONES __attribute__((target_clones("arch=icelake-server", "arch=haswell", "popcnt", "default")))
+#else
+#define MULTIREDUCE_POPCOUNT_CLONES
+#endif
+
+/// d[i] = hamming(a, train row first + i) for i < count (rows of `words` 64-bit words, a copy of
+/// the bytes: no alignment needed). A plain loop over rows the compiler vectorises.
+MULTIREDUCE_POPCOUNT_CLONES
+inline void hamming_row_block(const std::uint64_t* a, const std::uint64_t* rows, int words, std::int64_t count,
+                              std::int32_t* d) {
+  for (std::int64_t i = 0; i < count; ++i) {
+    std::int32_t sum = 0;
+    for (int w = 0; w < words; ++w) sum += std::popcount(a[w] ^ rows[i * words + w]);
+    d[i] = sum;
+  }
+}
+
+}  // namespace detail
+
+/// The k nearest training descriptors of every query by Hamming distance (idx, dist: queries x k,
+/// -1 past the training set's size), with all cores (OpenMP) and 64-bit popcounts (POPCNT or
+/// AVX-512 VPOPCNTDQ where the CPU has them). Query blocks against training blocks that stay in
+/// cache: the distances of one query to a training block first, then its top-k list.
+inline void knn_hamming(const std::uint8_t* query, std::int64_t queries, const std::uint8_t* train, std::int64_t trains,
+                        int bytes, int k, std::int32_t* idx, std::int32_t* dist) {
+  check_match_arguments(queries, trains, bytes, k);
+  constexpr std::int64_t query_block = 64, train_block = 1024;
+  const int words = (bytes + 7) / 8;  // rows widened to whole 64-bit words (zero padding)
+  const std::int64_t blocks = (queries + query_block - 1) / query_block;
+  MULTIREDUCE_OMP(parallel for schedule(dynamic, 1))
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const std::int64_t q0 = b * query_block, q1 = std::min(queries, q0 + query_block);
+    std::vector<detail::top_k> best(static_cast<std::size_t>(q1 - q0), detail::top_k{k, {}, {}, 0});
+    std::vector<std::uint64_t> a(static_cast<std::size_t>((q1 - q0) * words), 0), rows(std::size_t(train_block * words));
+    for (std::int64_t q = q0; q < q1; ++q) std::memcpy(&a[std::size_t((q - q0) * words)], query + q * bytes, std::size_t(bytes));
+    std::vector<std::int32_t> d(static_cast<std::size_t>(train_block));
+    for (std::int64_t t0 = 0; t0 < trains; t0 += train_block) {
+      const std::int64_t t1 = std::min(trains, t0 + train_block);
+      std::fill(rows.begin(), rows.end(), 0);
+      for (std::int64_t t = t0; t < t1; ++t)
+        std::memcpy(&rows[std::size_t((t - t0) * words)], train + t * bytes, std::size_t(bytes));
+      for (std::int64_t q = q0; q < q1; ++q) {
+        detail::hamming_row_block(&a[std::size_t((q - q0) * words)], rows.data(), words, t1 - t0, d.data());
+        auto& list = best[static_cast<std::size_t>(q - q0)];
+        for (std::int64_t t = t0; t < t1; ++t) list.push(d[std::size_t(t - t0)], static_cast<std::int32_t>(t));
+      }
+    }
+    for (std::int64_t q = q0; q < q1; ++q) {
+      const auto& list = best[static_cast<std::size_t>(q - q0)];
+      for (int j = 0; j < k; ++j) {
+        idx[q * k + j] = j < list.size ? list.idx[j] : -1;
+        dist[q * k + j] = j < list.size ? list.dist[j] : -1;
+      }
+    }
+  }
+}
+
+/// knn_hamming, then accept_matches (with the reverse 1-NN search when rule.cross_check).
+inline std::vector<match> match_descriptors(const std::uint8_t* query, std::int64_t queries, const std::uint8_t* train,
+                                            std::int64_t trains, int bytes, int k, const match_rule& rule,
+                                            std::vector<std::int32_t>* knn_idx = nullptr,
+                                            std::vector<std::int32_t>* knn_dist = nullptr) {
+  check_match_rule(rule);
+  std::vector<std::int32_t> idx(static_cast<std::size_t>(queries * k)), dist(idx.size());
+  knn_hamming(query, queries, train, trains, bytes, k, idx.data(), dist.data());
+  std::vector<std::int32_t> reverse;
+  if (rule.cross_check) {
+    reverse.resize(static_cast<std::size_t>(trains));
+    std::vector<std::int32_t> reverse_dist(reverse.size());
+    knn_hamming(train, trains, query, queries, bytes, 1, reverse.data(), reverse_dist.data());
+  }
+  auto kept = accept_matches(idx.data(), dist.data(), queries, k, rule, rule.cross_check ? reverse.data() : nullptr);
+  if (knn_idx) *knn_idx = std::move(idx);
+  if (knn_dist) *knn_dist = std::move(dist);
+  return kept;
+}
+
+}  // namespace cpu
+}  // namespace multireduce

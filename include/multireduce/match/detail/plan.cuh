@@ -1,0 +1,204 @@
+// multireduce/match/detail/plan.cuh -- how a call of the GPU matcher is planned and launched: the
+// kernel and its shape for the call's width and k, each search's query blocks and training
+// slices, its partial lists in the temporary storage, and launches of up to knn_launch_capacity
+// searches.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "../../cuda/detail/launch.cuh"
+#include "../../cuda/detail/temporary_storage.cuh"
+#include "../match.hpp"
+#include "popcount_kernel.cuh"
+#include "search.cuh"
+#include "tensor_kernel.cuh"
+#include "tuning.cuh"
+
+namespace multireduce::cuda::detail {
+
+/// What every search of a call shares: the kernel, its list length and its tile shape.
+struct knn_config {
+  bool tensor;
+  int kcap, units;  // units: chunks of 256 bits (tensor) or words per lane (popcount)
+  int m_tiles;      // tensor: 16-query tiles per warp
+  int block_queries;
+  std::int64_t want_blocks;  // blocks that fill the GPU
+  std::int64_t resident;     // tensor: blocks resident on the GPU at once (0: unknown)
+  int searches;              // searches with queries
+  double total_work;         // sum of queries x trains over the call's searches
+};
+
+/// One search's plan: its blocks and its partial lists' bytes in the temporary storage.
+struct knn_pair_plan {
+  int query_blocks, slices;
+  std::size_t partial_bytes;
+};
+
+inline bool valid_knn_pair(const knn_pair& p) {
+  return p.queries >= 0 && p.trains >= 0 && p.queries <= INT32_MAX && p.trains <= INT32_MAX &&
+         p.first_train_index >= 0 && p.first_train_index + p.trains <= INT32_MAX &&
+         (p.queries == 0 || reinterpret_cast<std::uintptr_t>(p.query) % 4 == 0) &&
+         (p.trains == 0 || p.queries == 0 || reinterpret_cast<std::uintptr_t>(p.train) % 4 == 0);
+}
+
+/// The search kernel a configuration launches (all share one signature), and its block size.
+struct knn_kernel_choice {
+  void (*kernel)(knn_launch, int);
+  int threads;
+};
+template <int Kcap, bool Batch>
+knn_kernel_choice knn_kernel_for(const knn_config& c) {
+  auto pick = [&](auto units) -> knn_kernel_choice {
+    constexpr int U = decltype(units)::value;
+    if (c.tensor && c.m_tiles == 4 && U <= 2 && Kcap == 2)
+      return {knn_tensor_kernel<U <= 2 ? U : 2, 2, 4, Batch>, knn_tuning::tensor_block_threads};
+    if (c.tensor) return {knn_tensor_kernel<U, Kcap, Kcap <= 2 ? 2 : 1, Batch>, knn_tuning::tensor_block_threads};
+    return {knn_popcount_kernel<U, Kcap, Batch>, knn_tuning::popcount_block_threads};
+  };
+  switch (c.units) {
+    case 1: return pick(std::integral_constant<int, 1>{});
+    case 2: return pick(std::integral_constant<int, 2>{});
+    case 3: return pick(std::integral_constant<int, 3>{});
+    default: return pick(std::integral_constant<int, 4>{});
+  }
+}
+
+inline cudaError_t configure_knn(const knn_pair* pairs, int count, int bytes, int k, match_path path, knn_config& c) {
+  if (count < 0 || (count > 0 && pairs == nullptr) || bytes <= 0 || bytes % 4 != 0 || bytes > match_max_bytes ||
+      k < 1 || k > match_max_k)
+    return cudaErrorInvalidValue;
+  std::int64_t queries = 0;
+  c.total_work = 0;
+  c.searches = 0;
+  for (int i = 0; i < count; ++i) {
+    if (!valid_knn_pair(pairs[i])) return cudaErrorInvalidValue;
+    queries += pairs[i].queries;
+    c.total_work += double(pairs[i].queries) * double(pairs[i].trains);
+    c.searches += pairs[i].queries > 0;
+  }
+  int device = 0, major = 0;
+  if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  if (const cudaError_t e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device); e != cudaSuccess)
+    return e;
+  if (path == match_path::tensor_core && major < 8) return cudaErrorNotSupported;
+  c.tensor = path == match_path::tensor_core || (path == match_path::automatic && major >= 8);
+  c.kcap = k <= 2 ? 2 : 8;
+  c.units = (bytes / 4 + 7) / 8;  // both kernels: 8 words = 256 bits per unit
+  c.m_tiles = knn_tuning::tensor_m_tiles(c.kcap, c.units, queries);
+  c.block_queries = c.tensor ? knn_tuning::tensor_block_threads / 32 * 16 * c.m_tiles : knn_tuning::popcount_block_threads;
+  c.want_blocks = std::int64_t(sm_count()) *
+                  (c.tensor ? knn_tuning::tensor_blocks_per_sm : knn_tuning::popcount_blocks_per_sm);
+  c.resident = 0;
+  if (c.tensor && c.searches == 1) {
+    const knn_kernel_choice lone = c.kcap <= 2 ? knn_kernel_for<2, false>(c) : knn_kernel_for<8, false>(c);
+    int per_sm = 0;
+    if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, lone.kernel, lone.threads, 0);
+        e != cudaSuccess)
+      return e;
+    c.resident = std::int64_t(per_sm) * sm_count();
+  }
+  return cudaSuccess;
+}
+
+/// The fewest slices (at most `most`) whose blocks fill the GPU's resident slots in whole waves to
+/// 95% or more (a last wave that is mostly empty costs the tensor-core kernel up to a fifth on
+/// the H200); failing that, the best filled.
+inline std::int64_t slices_for_whole_waves(std::int64_t query_blocks, std::int64_t resident, std::int64_t most) {
+  std::int64_t best = 1;
+  double best_fill = 0;
+  for (std::int64_t s = 1; s <= most; ++s) {
+    const double waves = double(query_blocks * s) / double(resident);
+    const double fill = waves / std::ceil(waves);
+    if (fill >= knn_tuning::whole_wave_fill) return s;
+    if (fill > best_fill + 1e-9) best = s, best_fill = fill;
+    if (waves > 16) break;
+  }
+  return best;
+}
+
+/// A search gets its share of the wanted blocks by its work; when its query blocks are fewer, the
+/// training set is cut into slices of at least min_slice_rows rows. A lone tensor-core search picks its
+/// slices to fill whole waves.
+inline knn_pair_plan plan_knn_pair(const knn_config& c, const knn_pair& p) {
+  knn_pair_plan plan{};
+  const std::int64_t qb = (p.queries + c.block_queries - 1) / c.block_queries;
+  plan.query_blocks = static_cast<int>(qb < 1 ? 1 : qb);
+  std::int64_t most = p.trains / knn_tuning::min_slice_rows;
+  if (most > 65535) most = 65535;
+  std::int64_t slices;
+  if (c.resident > 0) {
+    slices = slices_for_whole_waves(plan.query_blocks, c.resident, most < 1 ? 1 : most);
+  } else {
+    const double share = c.total_work > 0 ? double(p.queries) * double(p.trains) / c.total_work : 1.0;
+    const auto want = static_cast<std::int64_t>(double(c.want_blocks) * share + 0.5);
+    slices = (want + plan.query_blocks - 1) / plan.query_blocks;
+  }
+  if (slices > most) slices = most;
+  plan.slices = static_cast<int>(slices < 1 ? 1 : slices);
+  plan.partial_bytes = round_up(sizeof(std::uint64_t) * std::size_t(plan.slices) * std::size_t(p.queries) * c.kcap);
+  return plan;
+}
+
+/// The search kernel of one launch's searches, then the finish kernel that merges their slices.
+template <int Kcap>
+cudaError_t launch_knn_kernels(const knn_config& c, const knn_launch& searches, int blocks, int words, int k,
+                               std::int64_t most_queries, cudaStream_t stream) {
+  // One search: a (query blocks, slices) grid; several: a 1-D grid and the table search.
+  const bool batch = searches.count > 1;
+  const knn_kernel_choice search = batch ? knn_kernel_for<Kcap, true>(c) : knn_kernel_for<Kcap, false>(c);
+  const dim3 grid = batch ? dim3(blocks) : dim3(searches.problem[0].query_blocks, searches.problem[0].slices);
+  if (const cudaError_t e = launch(search.kernel, grid, search.threads, 0, stream, searches, words); e != cudaSuccess)
+    return e;
+  constexpr int threads = knn_tuning::finish_threads;
+  const std::int64_t x = (most_queries + threads - 1) / threads;
+  return launch(knn_finish_kernel<Kcap>, dim3(static_cast<unsigned>(x < 1 ? 1 : x > 65535 ? 65535 : x), searches.count),
+                threads, 0, stream, searches, k);
+}
+
+/// The host function: configure the call, carve the temporary storage (each search's partial
+/// lists, one after the other), and launch the searches in launches of up to knn_launch_capacity.
+inline cudaError_t knn_hamming_batched(void* temp_storage, std::size_t& temp_bytes, const knn_pair* pairs, int count,
+                                       int bytes, int k, match_path path, cudaStream_t stream) {
+  knn_config c{};
+  if (const cudaError_t e = configure_knn(pairs, count, bytes, k, path, c); e != cudaSuccess) return e;
+  std::size_t needed = 0;
+  for (int i = 0; i < count; ++i) needed += plan_knn_pair(c, pairs[i]).partial_bytes;
+  temporary_storage<1> temp{{needed}};
+  if (cudaError_t status; !temp.bind(temp_storage, temp_bytes, status)) return status;
+  // Launches of up to knn_launch_capacity searches (searches without queries need nothing).
+  knn_launch launch{};
+  std::int64_t blocks = 0, most_queries = 0;
+  char* partials = temp.get<char>(0);
+  auto flush = [&]() -> cudaError_t {
+    if (launch.count == 0) return cudaSuccess;
+    const cudaError_t e =
+        c.kcap <= 2 ? launch_knn_kernels<2>(c, launch, static_cast<int>(blocks), bytes / 4, k, most_queries, stream)
+                    : launch_knn_kernels<8>(c, launch, static_cast<int>(blocks), bytes / 4, k, most_queries, stream);
+    launch.count = 0, blocks = 0, most_queries = 0;
+    return e;
+  };
+  for (int i = 0; i < count; ++i) {
+    const knn_pair& pair = pairs[i];
+    if (pair.queries == 0) continue;
+    const knn_pair_plan plan = plan_knn_pair(c, pair);
+    const std::int64_t pair_blocks = std::int64_t(plan.query_blocks) * plan.slices;
+    if (launch.count == knn_launch_capacity || blocks + pair_blocks > INT32_MAX)
+      if (const cudaError_t e = flush(); e != cudaSuccess) return e;
+    launch.problem[launch.count++] = knn_problem{
+        reinterpret_cast<const std::uint32_t*>(pair.query), reinterpret_cast<const std::uint32_t*>(pair.train),
+        reinterpret_cast<std::uint64_t*>(partials), pair.idx, pair.dist, static_cast<std::int32_t>(pair.queries),
+        static_cast<std::int32_t>(pair.trains), static_cast<std::int32_t>(pair.first_train_index), plan.query_blocks,
+        plan.slices, static_cast<std::int32_t>(blocks), pair.merge ? 1 : 0};
+    partials += plan.partial_bytes;
+    blocks += pair_blocks;
+    if (pair.queries > most_queries) most_queries = pair.queries;
+  }
+  return flush();
+}
+
+}  // namespace multireduce::cuda::detail

@@ -1,0 +1,377 @@
+// runtime/cuda_backend.cu -- the runtime's jobs on a GPU (multireduce::cuda).
+//
+// What runs here (anything else is CPU-only, and cuda_unsupported_reason says so):
+//  - whole-array reduce and statistics: every dtype but float16, every operator that fits the
+//    dtype; host inputs larger than the free GPU memory go through the GPU in chunks (one
+//    streamed fold for all three);
+//  - segmented (fixed length or offsets) and window reduce: float32, float64, int32 and int64 with
+//    sum, min or max;
+//  - the matcher: descriptors of up to match_max_bytes; a training set that does not fit in the
+//    free GPU memory is streamed through it.
+// Every call makes its device current and gives the caller's back when it returns.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <multireduce/cuda.cuh>
+#include <multireduce/match/cuda.cuh>
+
+#include "backends.hpp"
+
+namespace multireduce::runtime::backends {
+namespace {
+
+namespace mc = multireduce::cuda;
+
+/// Throws the runtime's device_error for a failed CUDA call.
+void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    throw device_error(int(status), std::string("GPU: ") + what + ": " + cudaGetErrorString(status));
+  }
+}
+
+/// Runs `body` (which may throw cuda::error) with `device` current, restoring the caller's device
+/// after it, and turns the CUDA layer's errors into the runtime's.
+template <class F>
+void on_device(int device, const char* what, F&& body) {
+  int previous = 0;
+  check(cudaGetDevice(&previous), "finding the current device");
+  check(cudaSetDevice(device), "selecting the device");
+  struct restore {
+    int device;
+    ~restore() { cudaSetDevice(device); }
+  } give_back{previous};
+  try {
+    body();
+  } catch (const mc::error& e) {
+    const std::string message = std::string("GPU: ") + what + ": " + e.what();
+    if (e.status() == cudaErrorMemoryAllocation) throw device_memory_error(int(e.status()), message);
+    throw device_error(int(e.status()), message);
+  }
+}
+
+std::string device_name(int device) {
+  cudaDeviceProp p{};
+  check(cudaGetDeviceProperties(&p, device), "reading the device's name");
+  return p.name;
+}
+
+/// "" when `device` exists; else why not.
+std::string missing_device(int device) {
+  const int count = cuda_device_count();
+  if (count == 0) return "no CUDA device is available";
+  if (device < 0 || device >= count)
+    return "device " + std::to_string(device) + " does not exist (" + std::to_string(count) + " device(s))";
+  return "";
+}
+
+cudaStream_t stream_of(const execution& exec) { return static_cast<cudaStream_t>(exec.stream); }
+
+/// Elements per chunk when streaming n elements of `bytes_per_element` through the GPU: half of
+/// its free memory.
+std::int64_t chunk_elements(std::int64_t n, std::size_t bytes_per_element) {
+  std::size_t free_bytes = 0, total = 0;
+  check(cudaMemGetInfo(&free_bytes, &total), "querying free memory");
+  const auto fit = static_cast<std::int64_t>(free_bytes / 2 / bytes_per_element);
+  return n < fit ? n : (fit > 1 ? fit : 1);
+}
+
+/// The one streamed fold: runs fold_chunk(device pointer, count, index of its first element) over
+/// the input -- in place when it is in device memory, else chunk by chunk through a device buffer
+/// sized to the free memory -- and returns the chunks' partials in order (none for an empty input).
+template <class T, class FoldChunk>
+auto streamed_fold(const array_view& in, mc::workspace& ws, report& r, FoldChunk&& fold_chunk) {
+  using Partial = decltype(fold_chunk(static_cast<const T*>(nullptr), std::int64_t(0), std::int64_t(0)));
+  std::vector<Partial> partials;
+  const T* data = static_cast<const T*>(in.data);
+  const std::int64_t n = in.count;
+  mc::event_timer timer(ws.stream());
+  r.bytes += n * std::int64_t(sizeof(T));
+  if (n == 0) return partials;
+  if (in.where == memory::cuda) {
+    timer.start();
+    partials.push_back(fold_chunk(data, n, 0));
+    r.seconds += timer.stop();
+    return partials;
+  }
+  const std::int64_t chunk = chunk_elements(n, sizeof(T));
+  mc::device_buffer<T> d(static_cast<std::size_t>(chunk));
+  for (std::int64_t first = 0; first < n; first += chunk) {
+    const std::int64_t count = std::min(chunk, n - first);
+    timer.start();
+    mc::check(cudaMemcpyAsync(d.data(), data + first, sizeof(T) * std::size_t(count), cudaMemcpyHostToDevice, ws.stream()),
+              "uploading the input");
+    r.transfer_seconds += timer.stop();
+    timer.start();
+    partials.push_back(fold_chunk(d.data(), count, first));
+    r.seconds += timer.stop();
+  }
+  return partials;
+}
+
+/// Writes one value to an output of one element, wherever it is.
+template <class V>
+void write_value(const V& value, const output_view& out) {
+  if (out.where == memory::host) std::memcpy(out.data, &value, sizeof(V));
+  else mc::check(cudaMemcpy(out.data, &value, sizeof(V), cudaMemcpyHostToDevice), "writing the result");
+}
+
+/// A whole-array job: the streamed fold of the chunks' reductions, combined in chunk order.
+template <class T>
+void whole_reduce(const reduce_job& job, const output_view& out, mc::workspace& ws, report& r) {
+  if (info(job.op).positional) {
+    const bool smallest = job.op == op_kind::argmin;
+    const auto parts = streamed_fold<T>(job.input, ws, r, [&](const T* d, std::int64_t count, std::int64_t first) {
+      key_value<T> found = smallest ? ws.argmin(d, count) : ws.argmax(d, count);
+      found.index += first;
+      return found;
+    });
+    std::int64_t index = -1;
+    key_value<T> best{};
+    for (const auto& p : parts) {
+      best = index < 0 ? p : smallest ? multireduce::argmin{}(best, p) : multireduce::argmax{}(best, p);
+      index = best.index;
+    }
+    return write_value(index, out);
+  }
+  visit_value_op<T>(job.op, [&](auto op, auto init) {
+    const auto parts = streamed_fold<T>(job.input, ws, r, [&](const T* d, std::int64_t count, std::int64_t) {
+      return ws.reduce(d, count, op, init);
+    });
+    auto acc = init;
+    for (const auto& p : parts) acc = op(acc, p);
+    write_value(acc, out);
+  });
+}
+
+/// The element types and operators of the GPU's segmented and window reductions.
+template <class T>
+inline constexpr bool shaped_type =
+    std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t>;
+inline constexpr unsigned shaped_ops = op_bit(op_kind::sum) | op_bit(op_kind::min) | op_bit(op_kind::max);
+
+/// `count` elements of T on the device: the array's own memory, or a copy of a host array.
+template <class T>
+struct on_gpu {
+  mc::device_buffer<T> copy;
+  T* data = nullptr;
+  on_gpu(const void* p, std::int64_t count, memory where, cudaStream_t stream) {
+    if (where == memory::cuda) {
+      data = static_cast<T*>(const_cast<void*>(p));
+      return;
+    }
+    copy = mc::device_buffer<T>(static_cast<std::size_t>(count));
+    data = copy.data();
+    if (count > 0)
+      mc::check(cudaMemcpyAsync(data, p, sizeof(T) * std::size_t(count), cudaMemcpyHostToDevice, stream), "uploading");
+  }
+};
+
+/// A segmented or window job: the input (and offsets) on the device, one call, the outputs back.
+template <class T>
+void shaped_reduce(const reduce_job& job, const output_view& out, mc::workspace& ws, report& r) {
+  if constexpr (shaped_type<T>) {
+    visit_value_op<T, shaped_ops>(job.op, [&](auto op, auto init) {
+      using Acc = decltype(init);
+      const std::int64_t n = job.input.count, outputs = output_count(job);
+      const cudaStream_t stream = ws.stream();
+      mc::event_timer timer(stream);
+      timer.start();
+      on_gpu<T> in(job.input.data, n, job.input.where, stream);
+      // The outputs: the caller's device memory, or a device buffer downloaded afterwards.
+      mc::device_buffer<Acc> staged;
+      Acc* result = static_cast<Acc*>(out.data);
+      if (out.where == memory::host) {
+        staged = mc::device_buffer<Acc>(static_cast<std::size_t>(outputs));
+        result = staged.data();
+      }
+      std::optional<on_gpu<std::int64_t>> offsets;
+      if (job.shape == shape_kind::offsets) offsets.emplace(job.offsets, job.segments + 1, memory::host, stream);
+      r.transfer_seconds += timer.stop();
+      timer.start();
+      std::int64_t bytes = n * std::int64_t(sizeof(T)) + outputs * std::int64_t(sizeof(Acc));
+      if (job.shape == shape_kind::offsets) {
+        ws.segmented_reduce_async(in.data, n, result, job.segments, offsets->data, offsets->data + 1, op, init);
+        bytes += (job.segments + 1) * 8;
+      } else if (job.shape == shape_kind::fixed_segments) {
+        ws.fixed_segmented_reduce_async(in.data, result, job.segments, job.length, op, init);
+      } else {
+        ws.window_reduce_async(in.data, n, job.length, result, op, init);
+      }
+      r.seconds += timer.stop();
+      r.bytes += bytes;
+      if (out.where == memory::host && outputs > 0) {
+        timer.start();
+        mc::check(cudaMemcpy(out.data, result, sizeof(Acc) * std::size_t(outputs), cudaMemcpyDeviceToHost),
+                  "downloading the result");
+        r.transfer_seconds += timer.stop();
+      }
+    });
+  } else {
+    throw unsupported_error(
+        "cuda", "the GPU runs no segmented or window reductions of " + std::string(name_of(dtype_of<T>())));
+  }
+}
+
+}  // namespace
+
+int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+std::string cuda_unsupported_reason(const reduce_job& job, int device) {
+  if (std::string why = missing_device(device); !why.empty()) return why;
+  if (job.input.type == dtype::float16) return "float16 runs on the CPU backend only";
+  if (info(job.op).integers_only && is_floating(job.input.type)) return "bitwise operators need an integer dtype";
+  if (job.shape == shape_kind::whole) return "";
+  const bool type_ok = visit(job.input.type, [](auto element) { return shaped_type<decltype(element)>; });
+  if (!type_ok || (shaped_ops & op_bit(job.op)) == 0)
+    return "the GPU backend runs segmented and window reductions of float32, float64, int32 and int64 with sum, min "
+           "or max; use --backend cpu";
+  return "";
+}
+
+std::string cuda_unsupported_reason_for_statistics(dtype type, int device) {
+  if (std::string why = missing_device(device); !why.empty()) return why;
+  if (type == dtype::float16) return "the GPU statistics take no float16";
+  return "";
+}
+
+std::string cuda_unsupported_reason_for_knn(int bytes, int device) {
+  if (std::string why = missing_device(device); !why.empty()) return why;
+  if (bytes > mc::match_max_bytes)
+    return "the GPU matcher takes descriptors of up to " + std::to_string(mc::match_max_bytes) + " bytes";
+  return "";
+}
+
+void cuda_reduce(const reduce_job& job, const output_view& out, const execution& exec, report& r) {
+  on_device(exec.device, "reduce", [&] {
+    r.used = backend::cuda;
+    r.device = exec.device;
+    r.device_name = device_name(exec.device);
+    mc::workspace ws(stream_of(exec));
+    visit(job.input.type, [&](auto element) {
+      using T = decltype(element);
+      if constexpr (std::is_same_v<T, float16_bits>) {
+        throw unsupported_error("cuda", "float16 runs on the CPU backend only");
+      } else if (job.shape == shape_kind::whole) {
+        whole_reduce<T>(job, out, ws, r);
+      } else {
+        shaped_reduce<T>(job, out, ws, r);
+      }
+    });
+  });
+}
+
+void cuda_statistics(const array_view& in, any_statistics& out, const execution& exec, report& r) {
+  on_device(exec.device, "statistics", [&] {
+    r.used = backend::cuda;
+    r.device = exec.device;
+    r.device_name = device_name(exec.device);
+    mc::workspace ws(stream_of(exec));
+    visit(in.type, [&](auto element) {
+      using T = decltype(element);
+      if constexpr (std::is_same_v<T, float16_bits>) {
+        throw unsupported_error("cuda", "the GPU statistics take no float16");
+      } else {
+        struct chunk {
+          multireduce::statistics<T> result;
+          std::int64_t first;
+        };
+        const auto parts = streamed_fold<T>(in, ws, r, [&](const T* d, std::int64_t count, std::int64_t first) {
+          return chunk{ws.statistics(d, count), first};
+        });
+        if (parts.size() == 1) {  // one chunk: exactly as the device computed it
+          out = parts[0].result;
+          return;
+        }
+        statistics_accumulator<T> acc;  // chunks merge in order (Chan et al.)
+        for (const auto& p : parts)
+          acc = statistics_accumulator<T>::merge(acc, statistics_accumulator<T>::of_result(p.result, p.first));
+        out = acc.result();
+      }
+    });
+  });
+}
+
+void cuda_knn(const knn_job& job, knn_result& out, const execution& exec, report& r) {
+  on_device(exec.device, "matching", [&] {
+    r.used = backend::cuda;
+    r.device = exec.device;
+    r.device_name = device_name(exec.device);
+    mc::workspace ws(stream_of(exec));
+    const std::int64_t nq = job.queries, nt = job.trains;
+    const int bytes = job.bytes, k = job.k;
+    std::size_t free_bytes = 0, total = 0;
+    mc::check(cudaMemGetInfo(&free_bytes, &total), "querying free memory");
+    // Everything on the GPU at once: both sets, the outputs and the partial lists.
+    std::size_t temp = 0, reverse_temp = 0;
+    mc::check(mc::knn_hamming(nullptr, temp, nullptr, nq, nullptr, nt, bytes, k, nullptr, nullptr), "planning the search");
+    if (job.reverse)
+      mc::check(mc::knn_hamming(nullptr, reverse_temp, nullptr, nt, nullptr, nq, bytes, 1, nullptr, nullptr),
+                "planning the reverse search");
+    const double whole =
+        double(nq + nt) * bytes + 8.0 * double(nq) * k + 8.0 * double(nt) + double(std::max(temp, reverse_temp));
+    const bool streamed = job.train_chunk > 0 || whole > 0.8 * double(free_bytes);
+    mc::device_buffer<std::uint8_t> dq{std::size_t(nq) * bytes};
+    mc::device_buffer<std::int32_t> idx{std::size_t(nq) * k}, dist{std::size_t(nq) * k};
+    mc::check(cudaMemcpy(dq.data(), job.query, dq.bytes(), cudaMemcpyHostToDevice), "uploading the queries");
+    mc::event_timer timer(ws.stream());
+    if (!streamed) {
+      mc::device_buffer<std::uint8_t> dt{std::size_t(nt) * bytes};
+      mc::check(cudaMemcpy(dt.data(), job.train, dt.bytes(), cudaMemcpyHostToDevice), "uploading the training set");
+      timer.start();  // the searches alone: the copies are not the matcher's time
+      mc::knn_hamming_async(ws, dq.data(), nq, dt.data(), nt, bytes, k, idx.data(), dist.data());
+      if (job.reverse) {
+        mc::device_buffer<std::int32_t> nearest{std::size_t(nt)}, nearest_dist{std::size_t(nt)};
+        mc::knn_hamming_async(ws, dt.data(), nt, dq.data(), nq, bytes, 1, nearest.data(), nearest_dist.data());
+        out.reverse_nearest = nearest.download(std::size_t(nt));
+      }
+      r.seconds = timer.stop();
+      out.device_bytes = (nq + nt) * bytes + 2 * nq * k * 4 + (job.reverse ? 2 * nt * 4 : 0) +
+                         std::int64_t(std::max(temp, reverse_temp));
+    } else {
+      // Only the queries and the outputs stay on the GPU; the training rows go through it a chunk
+      // at a time, and the cross-check's reverse search takes them as queries, a chunk at a time,
+      // against the queries on the GPU.
+      std::int64_t chunk = job.train_chunk > 0 ? job.train_chunk : mc::streamed_chunk_rows(bytes);
+      chunk = std::min<std::int64_t>(chunk, std::max<std::int64_t>(nt, 1));
+      timer.start();
+      mc::knn_hamming_streamed(ws, dq.data(), nq, job.train, nt, bytes, k, idx.data(), dist.data(), chunk);
+      if (job.reverse) {
+        out.reverse_nearest.resize(std::size_t(nt));
+        const std::int64_t rows_max = std::min(nt, chunk);
+        mc::device_buffer<std::uint8_t> rows{std::size_t(rows_max) * bytes};
+        mc::device_buffer<std::int32_t> nearest{std::size_t(rows_max)}, nearest_dist{std::size_t(rows_max)};
+        for (std::int64_t first = 0; first < nt; first += chunk) {
+          const std::int64_t count = std::min(chunk, nt - first);
+          mc::check(cudaMemcpy(rows.data(), job.train + first * bytes, std::size_t(count) * bytes, cudaMemcpyHostToDevice),
+                    "uploading training rows");
+          mc::knn_hamming_async(ws, rows.data(), count, dq.data(), nq, bytes, 1, nearest.data(), nearest_dist.data());
+          const auto part = nearest.download(std::size_t(count));
+          std::copy(part.begin(), part.end(), out.reverse_nearest.begin() + first);
+        }
+        out.device_bytes += 3 * rows_max * bytes;
+      }
+      r.seconds = timer.stop();
+      out.streamed_chunk = chunk;
+      out.device_bytes += nq * bytes + 2 * nq * k * 4 + 2 * chunk * bytes;
+    }
+    out.idx = idx.download(std::size_t(nq) * k);
+    out.dist = dist.download(std::size_t(nq) * k);
+    r.bytes = (nq + nt) * bytes;
+  });
+}
+
+}  // namespace multireduce::runtime::backends

@@ -1,0 +1,167 @@
+// runtime/runtime.hpp -- host arrays in, typed results out: the jobs that the command-line tool and
+// the Python binding run, on the CPU (multireduce/cpu.hpp) or a GPU (multireduce/cuda.cuh).
+//
+// A job names a type-erased array (its dtype, its memory, host or a CUDA device), an operator from
+// the one table (ops.hpp) and a shape (the whole array, fixed-length segments, offsets, sliding
+// windows); results have NumPy's dtypes. Each call picks its backend and device itself (no state
+// is kept between calls and none is shared between threads): `automatic` runs on the GPU when it
+// supports the job, else on the CPU and says why. Inputs larger than the GPU's free memory are
+// streamed through it in chunks where the algorithm allows (whole-array reductions, statistics,
+// the matcher's training set). Inputs are never modified.
+//
+// Errors: std::invalid_argument for arguments that cannot be right (negative sizes, W = 0,
+// decreasing offsets, ...), dtype_error for element types an operator does not take,
+// unsupported_error when the backend asked for cannot run the job, device_memory_error when the
+// GPU is out of memory with no way to stream, device_error for any other CUDA failure.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <multireduce/statistics.hpp>
+
+#include "dtype.hpp"
+#include "ops.hpp"
+
+namespace multireduce::runtime {
+
+// ---- errors ---------------------------------------------------------------------------------------
+
+/// An element type the operation does not take (a bitwise operator on floats, ...).
+struct dtype_error : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+/// The backend asked for cannot run this job (no CUDA in this build, no such device, a dtype or
+/// shape the GPU does not take); what() says why, `backend` names the backend ("cuda", "cpu").
+struct unsupported_error : std::runtime_error {
+  unsupported_error(std::string_view backend_name, const std::string& why)
+      : std::runtime_error(why), backend(backend_name) {}
+  std::string backend;
+};
+/// A CUDA call failed; `status` is its cudaError_t as an int.
+struct device_error : std::runtime_error {
+  device_error(int status, const std::string& what) : std::runtime_error(what), status(status) {}
+  int status;
+};
+/// The GPU has too little free memory for the job, and it cannot be streamed.
+struct device_memory_error : device_error {
+  using device_error::device_error;
+};
+
+// ---- arrays and jobs --------------------------------------------------------------------------------
+
+/// Where an array's memory is.
+enum class memory { host, cuda };
+
+/// A flat, C-order array that a job reads: `count` elements of `type` at `data`.
+struct array_view {
+  dtype type = dtype::float32;
+  const void* data = nullptr;
+  std::int64_t count = 0;
+  memory where = memory::host;
+  int device = 0;  ///< the CUDA device of `data` when where == memory::cuda
+};
+
+/// A flat array that a job writes (allocated by the caller, `count` elements of `type`).
+struct output_view {
+  dtype type = dtype::float32;
+  void* data = nullptr;
+  std::int64_t count = 0;
+  memory where = memory::host;
+  int device = 0;
+};
+
+enum class shape_kind { whole, fixed_segments, offsets, window };
+
+/// One reduction of a 1-D array.
+struct reduce_job {
+  array_view input;
+  op_kind op = op_kind::sum;
+  shape_kind shape = shape_kind::whole;
+  std::int64_t length = 0;                ///< fixed_segments: the segment length L; window: W >= 1
+  std::int64_t segments = 0;              ///< fixed_segments and offsets: the number of outputs
+  const std::int64_t* offsets = nullptr;  ///< offsets: segments + 1 host offsets; segment s is [o[s], o[s+1])
+};
+
+/// The number of outputs of a job: 1, the segments, or max(0, n - W + 1) windows.
+std::int64_t output_count(const reduce_job& job);
+/// Their dtype: result_dtype(job.op, job.input.type). argmin/argmax give positions within the
+/// segment or window (-1 for an empty one).
+dtype output_dtype(const reduce_job& job);
+/// Throws std::invalid_argument (dtype_error for dtypes) naming what is wrong with the job.
+void validate(const reduce_job& job);
+
+/// Statistics of an array of any dtype: float16 is widened to float32.
+using any_statistics =
+    std::variant<statistics<std::int8_t>, statistics<std::int16_t>, statistics<std::int32_t>, statistics<std::int64_t>,
+                 statistics<std::uint8_t>, statistics<std::uint16_t>, statistics<std::uint32_t>,
+                 statistics<std::uint64_t>, statistics<float>, statistics<double>>;
+
+/// The k nearest training descriptors of every query (and, when `reverse`, every training
+/// descriptor's nearest query: the cross-check's other direction). Host rows of `bytes` bytes.
+struct knn_job {
+  const std::uint8_t* query = nullptr;
+  std::int64_t queries = 0;
+  const std::uint8_t* train = nullptr;
+  std::int64_t trains = 0;
+  int bytes = 0;
+  int k = 2;
+  bool reverse = false;
+  std::int64_t train_chunk = 0;  ///< > 0: stream the training set through the GPU this many rows at a time
+};
+struct knn_result {
+  std::vector<std::int32_t> idx, dist;     ///< queries x k; -1 past the training set
+  std::vector<std::int32_t> reverse_nearest;  ///< trains, when the job asked for it
+  std::int64_t streamed_chunk = 0;         ///< > 0: the training set went through the GPU this many rows at a time
+  std::int64_t device_bytes = 0;           ///< GPU memory the search allocated
+};
+
+// ---- backends and calls -------------------------------------------------------------------------
+
+enum class backend { automatic, cpu, cuda };
+constexpr std::string_view to_string(backend b) {
+  return b == backend::cpu ? "cpu" : b == backend::cuda ? "cuda" : "auto";
+}
+/// "auto", "cpu" or "cuda"; nullopt otherwise.
+std::optional<backend> parse_backend(std::string_view name);
+
+/// Where a call runs.
+struct execution {
+  backend requested = backend::automatic;
+  int device = 0;          ///< CUDA device ordinal
+  void* stream = nullptr;  ///< cudaStream_t for the GPU's work (nullptr: the default stream)
+};
+
+/// How a call ran.
+struct report {
+  backend used = backend::cpu;
+  std::string not_cuda;      ///< why the CPU ran although the GPU was not ruled out ("" otherwise)
+  int device = -1;           ///< the GPU's ordinal, when it ran
+  std::string device_name;   ///< the GPU's name, when it ran
+  int cpu_threads = 0;       ///< the CPU's threads, when it ran
+  double seconds = 0;        ///< the algorithm's time: device time by CUDA events, or CPU wall time
+  double transfer_seconds = 0;  ///< host <-> GPU copies
+  std::int64_t bytes = 0;    ///< bytes the algorithm read and wrote
+};
+
+/// CUDA devices this process sees: 0 without CUDA in this build or without a usable GPU.
+int cuda_device_count();
+/// "" when the GPU `device` can run the job; otherwise why not, in words.
+std::string cuda_unsupported_reason(const reduce_job& job, int device);
+std::string cuda_unsupported_reason_for_statistics(dtype type, int device);
+std::string cuda_unsupported_reason_for_knn(int bytes, int device);
+
+/// Runs a reduction into `out` (output_count(job) elements of output_dtype(job)).
+report reduce(const reduce_job& job, const output_view& out, const execution& exec = {});
+/// All statistics of an array in one pass.
+report statistics(const array_view& in, any_statistics& out, const execution& exec = {});
+/// The k nearest neighbours by Hamming distance (the matcher's search; its rules are applied by
+/// multireduce::accept_matches).
+report knn(const knn_job& job, knn_result& out, const execution& exec = {});
+
+}  // namespace multireduce::runtime

@@ -1,0 +1,285 @@
+// The runtime (src/runtime): its operator table and result types, its job checks, every dtype x
+// operator x shape on the CPU against naive loops written here, the same jobs on the GPU compared
+// element by element with the CPU's (skipped without a GPU), statistics, the matcher's search, and
+// calls from several threads at once. Inputs from logged seeds, outputs poisoned first.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "../common/match_reference.hpp"
+#include "../common/test_values.hpp"
+#include "runtime/runtime.hpp"
+#include "runtime/trace.hpp"
+
+namespace {
+
+namespace rt = multireduce::runtime;
+
+std::uint64_t seed_for(const std::string& what) {
+  const std::uint64_t s = mr_test::base_seed() ^ std::hash<std::string>{}(what);
+  std::printf("[ seed ] %s: %llu\n", what.c_str(), (unsigned long long)s);
+  return s;
+}
+
+bool gpu_here() { return rt::cuda_device_count() > 0; }
+
+/// n random elements of T: small integers (exact sums in every type), a few negative.
+template <class T>
+std::vector<T> random_values(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::vector<T> v(n);
+  for (auto& x : v) {
+    const int k = static_cast<int>(g() % 41) - (std::is_signed_v<T> || std::is_floating_point_v<T> ? 20 : 0);
+    x = static_cast<T>(k);
+  }
+  return v;
+}
+
+/// The bytes of one value.
+template <class V>
+std::vector<std::byte> bytes_of(V x) {
+  std::vector<std::byte> out(sizeof(V));
+  std::memcpy(out.data(), &x, sizeof(V));
+  return out;
+}
+
+/// The naive answer of one segment [b, e) of `v` for `op`, as NumPy gives it.
+template <class T>
+std::vector<std::byte> naive(const std::vector<T>& v, std::int64_t b, std::int64_t e, rt::op_kind op) {
+  // Integer sums and products wrap like NumPy's int64/uint64: uint64 arithmetic, the same bits.
+  using U = std::conditional_t<std::is_integral_v<T>, std::uint64_t, T>;
+  using limits = std::numeric_limits<T>;
+  const T highest = limits::has_infinity ? limits::infinity() : limits::max();
+  const T lowest = limits::has_infinity ? -limits::infinity() : limits::lowest();
+  U total = op == rt::op_kind::prod ? U(1) : U(0);
+  T extreme = op == rt::op_kind::min ? highest : lowest;
+  std::int64_t at = -1;
+  for (std::int64_t i = b; i < e; ++i) {
+    const T x = v[std::size_t(i)];
+    if (op == rt::op_kind::sum) total = U(total + U(x));
+    if (op == rt::op_kind::prod) total = U(total * U(x));
+    if (op == rt::op_kind::min) extreme = x < extreme ? x : extreme;
+    if (op == rt::op_kind::max) extreme = extreme < x ? x : extreme;
+    if (at < 0 || (op == rt::op_kind::argmin ? x < v[std::size_t(at)] : v[std::size_t(at)] < x)) at = i;
+  }
+  switch (op) {
+    case rt::op_kind::sum:
+    case rt::op_kind::prod:
+      return bytes_of(total);
+    case rt::op_kind::min:
+    case rt::op_kind::max:
+      return bytes_of(extreme);
+    case rt::op_kind::argmin:
+    case rt::op_kind::argmax:
+      return bytes_of(std::int64_t(at < 0 ? -1 : at - b));
+    default:
+      break;
+  }
+  if constexpr (std::is_integral_v<T>) {
+    T acc = op == rt::op_kind::bit_and ? T(~T(0)) : T(0);
+    for (std::int64_t i = b; i < e; ++i) {
+      const T x = v[std::size_t(i)];
+      acc = op == rt::op_kind::bit_and ? T(acc & x) : op == rt::op_kind::bit_or ? T(acc | x) : T(acc ^ x);
+    }
+    return bytes_of(acc);
+  }
+  throw std::logic_error("bitwise operators on floats");
+}
+
+/// One job on `v` (1-D) for every shape: its segments' bounds.
+struct shaped_case {
+  rt::shape_kind shape;
+  std::int64_t length;
+  std::vector<std::int64_t> offsets;
+};
+
+template <class T>
+void expect_jobs(rt::backend backend, const char* what) {
+  const auto seed = seed_for(std::string("runtime ") + what + " " + std::string(rt::name_of(rt::dtype_of<T>())));
+  const auto values = random_values<T>(1000, seed);
+  // Float products of +-1 only: exact in any association (others would overflow in some orders).
+  std::vector<T> signs(values.size());
+  for (std::size_t i = 0; i < signs.size(); ++i) signs[i] = values[i] < 0 ? T(-1) : T(1);
+  const std::int64_t n = std::int64_t(values.size());
+  const std::vector<shaped_case> cases{{rt::shape_kind::whole, 0, {}},
+                                       {rt::shape_kind::fixed_segments, 25, {}},
+                                       {rt::shape_kind::window, 7, {}},
+                                       {rt::shape_kind::offsets, 0, {0, 0, 3, 100, 101, 500, 1000}}};
+  for (const auto& op : rt::op_table) {
+    if (op.integers_only && std::is_floating_point_v<T>) continue;
+    const std::vector<T>& v = std::is_floating_point_v<T> && op.kind == rt::op_kind::prod ? signs : values;
+    for (const auto& c : cases) {
+      rt::reduce_job job;
+      job.input = rt::array_view{rt::dtype_of<T>(), v.data(), n};
+      job.op = op.kind;
+      job.shape = c.shape;
+      job.length = c.length;
+      job.segments = c.shape == rt::shape_kind::fixed_segments ? n / c.length : std::int64_t(c.offsets.size()) - 1;
+      job.offsets = c.offsets.data();
+      if (backend == rt::backend::cuda && !rt::cuda_unsupported_reason(job, 0).empty()) continue;
+      const auto count = rt::output_count(job);
+      const auto type = rt::output_dtype(job);
+      const std::size_t size = rt::size_of(type);
+      std::vector<std::byte> out(std::size_t(count) * size, std::byte{0xA5});
+      const auto r = rt::reduce(job, rt::output_view{type, out.data(), count}, {backend, 0, nullptr});
+      ASSERT_EQ(r.used, backend);
+      for (std::int64_t i = 0; i < count; ++i) {
+        std::int64_t b = 0, e = n;
+        if (c.shape == rt::shape_kind::fixed_segments) b = i * c.length, e = b + c.length;
+        if (c.shape == rt::shape_kind::window) b = i, e = i + c.length;
+        if (c.shape == rt::shape_kind::offsets) b = c.offsets[std::size_t(i)], e = c.offsets[std::size_t(i) + 1];
+        const auto want = naive(v, b, e, op.kind);
+        ASSERT_EQ(want.size(), size);
+        ASSERT_EQ(std::memcmp(out.data() + i * size, want.data(), size), 0)
+            << what << " " << op.name << " shape " << int(c.shape) << " output " << i;
+      }
+    }
+  }
+}
+
+template <class... T>
+void expect_all_types(rt::backend backend, const char* what) {
+  (expect_jobs<T>(backend, what), ...);
+}
+
+TEST(RuntimeOps, TableAndResultTypes) {
+  for (const auto& op : rt::op_table) EXPECT_EQ(rt::parse_op(op.name), op.kind);
+  EXPECT_FALSE(rt::parse_op("mean").has_value());
+  EXPECT_EQ(rt::result_dtype(rt::op_kind::sum, rt::dtype::int8), rt::dtype::int64);
+  EXPECT_EQ(rt::result_dtype(rt::op_kind::prod, rt::dtype::uint16), rt::dtype::uint64);
+  EXPECT_EQ(rt::result_dtype(rt::op_kind::sum, rt::dtype::float16), rt::dtype::float16);
+  EXPECT_EQ(rt::result_dtype(rt::op_kind::max, rt::dtype::int16), rt::dtype::int16);
+  EXPECT_EQ(rt::result_dtype(rt::op_kind::argmax, rt::dtype::float32), rt::dtype::int64);
+  EXPECT_EQ(rt::op_names(), "sum | prod | min | max | and | or | xor | argmin | argmax");
+}
+
+TEST(RuntimeJobs, EveryDtypeOperatorAndShapeOnTheCpu) {
+  expect_all_types<std::int8_t, std::int16_t, std::int32_t, std::int64_t, std::uint8_t, std::uint16_t, std::uint32_t,
+                   std::uint64_t, float, double>(rt::backend::cpu, "cpu");
+}
+
+TEST(RuntimeJobs, TheGpuGivesTheCpusAnswers) {
+  if (!gpu_here()) GTEST_SKIP() << "no CUDA GPU on this machine";
+  expect_all_types<std::int8_t, std::int16_t, std::int32_t, std::int64_t, std::uint8_t, std::uint16_t, std::uint32_t,
+                   std::uint64_t, float, double>(rt::backend::cuda, "cuda");
+}
+
+TEST(RuntimeJobs, Float16IsWidenedAndRoundedBack) {
+  std::vector<rt::float16_bits> h;
+  for (float x : {0.5f, 0.25f, -2.0f, 1000.0f}) h.push_back(rt::to_float16(x));
+  rt::reduce_job job;
+  job.input = rt::array_view{rt::dtype::float16, h.data(), std::int64_t(h.size())};
+  rt::float16_bits out{0xffff};
+  rt::reduce(job, rt::output_view{rt::dtype::float16, &out, 1}, {rt::backend::automatic, 0, nullptr});
+  EXPECT_EQ(rt::to_float(out), 999.0f);  // 998.75 in float32, to the nearest float16 (ties to even)
+}
+
+TEST(RuntimeJobs, BadJobsAreErrors) {
+  const std::vector<float> v(10, 1.0f);
+  rt::reduce_job job;
+  job.input = rt::array_view{rt::dtype::float32, v.data(), 10};
+  job.op = rt::op_kind::bit_xor;
+  EXPECT_THROW(rt::validate(job), rt::dtype_error);
+  job.op = rt::op_kind::sum;
+  job.shape = rt::shape_kind::window;
+  job.length = 0;
+  EXPECT_THROW(rt::validate(job), std::invalid_argument);
+  job.shape = rt::shape_kind::fixed_segments;
+  job.length = 3, job.segments = 3;
+  EXPECT_THROW(rt::validate(job), std::invalid_argument);
+  const std::vector<std::int64_t> decreasing{0, 5, 4};
+  job.shape = rt::shape_kind::offsets;
+  job.segments = 2, job.offsets = decreasing.data();
+  try {
+    rt::validate(job);
+    ADD_FAILURE() << "decreasing offsets were accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("offsets[1] = 5 > offsets[2] = 4"), std::string::npos) << e.what();
+  }
+  job.shape = rt::shape_kind::whole;
+  float out = 0;
+  EXPECT_THROW(rt::reduce(job, rt::output_view{rt::dtype::float64, &out, 1}), std::invalid_argument);  // wrong type
+  if (!gpu_here()) {
+    EXPECT_THROW(rt::reduce(job, rt::output_view{rt::dtype::float32, &out, 1}, {rt::backend::cuda, 0, nullptr}),
+                 rt::unsupported_error);
+  }
+  EXPECT_THROW(rt::reduce(job, rt::output_view{rt::dtype::float32, &out, 1}, {rt::backend::cuda, 99, nullptr}),
+               rt::unsupported_error);  // no such device
+}
+
+TEST(RuntimeStatistics, MatchesATwoPassReference) {
+  const auto v = random_values<double>(100003, seed_for("runtime statistics"));
+  for (rt::backend b : {rt::backend::cpu, rt::backend::cuda}) {
+    if (b == rt::backend::cuda && !gpu_here()) continue;
+    rt::any_statistics any;
+    rt::statistics(rt::array_view{rt::dtype::float64, v.data(), std::int64_t(v.size())}, any, {b, 0, nullptr});
+    const auto& s = std::get<multireduce::statistics<double>>(any);
+    double mean = 0;
+    for (double x : v) mean += x;
+    mean /= double(v.size());
+    double var = 0;
+    for (double x : v) var += (x - mean) * (x - mean);
+    var /= double(v.size());
+    EXPECT_EQ(s.count, std::int64_t(v.size()));
+    EXPECT_NEAR(s.mean, mean, 1e-12);
+    EXPECT_NEAR(s.var, var, 1e-9 * var);
+    EXPECT_EQ(s.min, -20.0);
+    EXPECT_EQ(s.max, 20.0);
+  }
+}
+
+TEST(RuntimeKnn, BothBackendsGiveTheBruteForce) {
+  const std::uint64_t seed = seed_for("runtime knn");
+  const int bytes = 32, k = 3;
+  const auto q = mr_test::random_descriptors(300, bytes, seed, true), t = mr_test::random_descriptors(700, bytes, seed + 1, true);
+  std::vector<std::int32_t> want_idx, want_dist, want_reverse, unused;
+  mr_test::reference_knn(q, t, bytes, k, want_idx, want_dist);
+  mr_test::reference_knn(t, q, bytes, 1, want_reverse, unused);
+  for (rt::backend b : {rt::backend::cpu, rt::backend::cuda}) {
+    if (b == rt::backend::cuda && !gpu_here()) continue;
+    for (std::int64_t chunk : {0, 100}) {
+      rt::knn_job job{q.data(), 300, t.data(), 700, bytes, k, true, chunk};
+      rt::knn_result found;
+      rt::knn(job, found, {b, 0, nullptr});
+      EXPECT_EQ(found.idx, want_idx);
+      EXPECT_EQ(found.dist, want_dist);
+      EXPECT_EQ(found.reverse_nearest, want_reverse);
+    }
+  }
+}
+
+TEST(RuntimeThreads, ConcurrentCallsGetTheirOwnAnswers) {
+  // Each thread reduces its own array, on the GPU where there is one: no state is shared.
+  std::vector<std::thread> threads;
+  std::vector<int> wrong(8, 0);
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([t, &wrong] {
+      const std::vector<std::int32_t> v(100000 + t, t);
+      for (int round = 0; round < 20; ++round) {
+        rt::reduce_job job;
+        job.input = rt::array_view{rt::dtype::int32, v.data(), std::int64_t(v.size())};
+        std::int64_t out = -1;
+        rt::reduce(job, rt::output_view{rt::dtype::int64, &out, 1});
+        wrong[std::size_t(t)] += out != std::int64_t(t) * std::int64_t(v.size());
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong, std::vector<int>(8, 0));
+}
+
+TEST(RuntimeTrace, ThePapersFigureOne) {
+  const std::string t = rt::trace_table({multireduce::multi_reduce_algorithm::select_merge, 4, 8});
+  EXPECT_NE(t.find("7 shuffles, 7 operator applications, 3 selects"), std::string::npos) << t;
+  EXPECT_THROW(rt::trace_table({multireduce::multi_reduce_algorithm::swap, 4, 6}), std::invalid_argument);
+}
+
+}  // namespace
