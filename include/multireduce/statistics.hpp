@@ -30,6 +30,16 @@ using statistics_sum_t = std::conditional_t<std::is_integral_v<T>,
 
 /// The statistics of an array. Population variance (ddof = 0). Empty array: count 0, sum 0,
 /// mean/var/std NaN, min/max the identities of minimum/maximum, argmin = argmax = -1, l1 = l2 = 0.
+/// a + b in the sum's type; integers wrap as NumPy's do, added in unsigned arithmetic (the same
+/// bits, and no signed overflow, which C++ leaves undefined).
+template <class S>
+MULTIREDUCE_HOST_DEVICE constexpr S wrapping_add(S a, S b) {
+  if constexpr (std::is_integral_v<S>)
+    return static_cast<S>(static_cast<std::make_unsigned_t<S>>(a) + static_cast<std::make_unsigned_t<S>>(b));
+  else
+    return a + b;
+}
+
 template <class T>
 struct statistics {
   std::int64_t count;
@@ -58,7 +68,7 @@ struct statistics_accumulator {
   MULTIREDUCE_HOST_DEVICE void push(T x, std::int64_t index) {
     const double v = static_cast<double>(x);
     count += 1;
-    sum = static_cast<sum_type>(sum + static_cast<sum_type>(x));
+    sum = wrapping_add(sum, static_cast<sum_type>(x));
     const double delta = v - mean;
     mean += delta / static_cast<double>(count);
     m2 += delta * (v - mean);
@@ -119,7 +129,7 @@ struct statistics_accumulator {
     const double n = na + nb;
     const double delta = b.mean - a.mean;
     s.count = a.count + b.count;
-    s.sum = static_cast<sum_type>(a.sum + b.sum);
+    s.sum = wrapping_add(a.sum, b.sum);
     // An infinite mean (infinite data) would make delta inf - inf: weight the means instead, which
     // gives NumPy's mean (inf, or NaN for +inf with -inf); the variance is then NaN, as NumPy's.
     const bool finite = delta - delta == 0;

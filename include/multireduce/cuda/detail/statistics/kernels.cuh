@@ -47,7 +47,7 @@ struct stats_thread_state {
     s2 += d * d;
     l1 += fabs(v);
     squares += v * v;
-    if constexpr (std::is_integral_v<T>) sum = static_cast<sum_type>(sum + static_cast<sum_type>(x));
+    if constexpr (std::is_integral_v<T>) sum = wrapping_add(sum, static_cast<sum_type>(x));
     take_extremes(x, x, i, i);
   }
   template <int V>
@@ -62,7 +62,7 @@ struct stats_thread_state {
       d2 += d * d;
       a1 += fabs(v);
       q2 += v * v;
-      if constexpr (std::is_integral_v<T>) sum = static_cast<sum_type>(sum + static_cast<sum_type>(x[j]));
+      if constexpr (std::is_integral_v<T>) sum = wrapping_add(sum, static_cast<sum_type>(x[j]));
     }
     s1 += d1, s2 += d2, l1 += a1, squares += q2;
     count += V;
