@@ -76,12 +76,10 @@ inline void check_match_rule(const match_rule& rule) {
 
 /// The accepted matches, in query order, from the k-NN lists (idx/dist: queries x k, k >= 1) and,
 /// for the cross-check, every training descriptor's nearest query (`reverse_nearest`, trains
-/// entries; may be null when rule.cross_check is false).
+/// entries; may be null when rule.cross_check is false or either set is empty).
 inline std::vector<match> accept_matches(const std::int32_t* idx, const std::int32_t* dist, std::int64_t queries, int k,
                                          const match_rule& rule, const std::int32_t* reverse_nearest = nullptr) {
   check_match_rule(rule);
-  if (rule.cross_check && reverse_nearest == nullptr)
-    throw std::invalid_argument("the cross-check needs every training descriptor's nearest query");
   if ((rule.ratio > 0 || rule.margin >= 0) && k < 2)
     throw std::invalid_argument("the ratio and margin tests need k >= 2");
   std::vector<match> kept;
@@ -93,7 +91,11 @@ inline std::vector<match> accept_matches(const std::int32_t* idx, const std::int
     if (rule.ratio > 0 && has_second && !(double(d) < rule.ratio * double(d2))) continue;
     if (rule.margin >= 0 && has_second && !(d2 - d > rule.margin)) continue;
     if (rule.max_distance >= 0 && d > rule.max_distance) continue;
-    if (rule.cross_check && reverse_nearest[t] != q) continue;
+    if (rule.cross_check) {  // (empty sets never get here: they need no reverse search)
+      if (reverse_nearest == nullptr)
+        throw std::invalid_argument("the cross-check needs every training descriptor's nearest query");
+      if (reverse_nearest[t] != q) continue;
+    }
     kept.push_back(match{static_cast<std::int32_t>(q), t, d});
   }
   return kept;
