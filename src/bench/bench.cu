@@ -55,7 +55,7 @@ int run_on_gpu(const options& opts, nlohmann::json& record, gpu_suite_entry entr
   if (count_status != cudaSuccess || device_count == 0) {
     std::fprintf(stderr, "multireduce bench: no CUDA device available (%s); the benchmarks need a GPU\n",
                  count_status != cudaSuccess ? cudaGetErrorString(count_status) : "0 devices");
-    return 2;
+    return 1;
   }
   if (opts.device < 0 || opts.device >= device_count) {
     std::fprintf(stderr, "multireduce bench: device %d does not exist (%d device(s))\n", opts.device, device_count);

@@ -2,7 +2,9 @@
 // defines it and registers it at static initialisation), the CLI lists and runs them.
 #pragma once
 
+#include <array>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -26,6 +28,10 @@ struct suite {
   bool needs_gpu;
   int (*run)(const options& opts, nlohmann::json& record);
 };
+
+/// The suites that need a GPU, registered only in a build with CUDA (a build without says so).
+inline constexpr std::array<std::string_view, 7> gpu_suite_names{"match", "match-huge", "reduce", "segmented",
+                                                                  "stats", "warp", "window"};
 
 /// Adds a suite; @return true (so that `const bool registered = register_suite(...)` runs it at
 /// static initialisation).

@@ -4,8 +4,10 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include <charconv>
+#include <cmath>
 #include <cstdio>
-#include <filesystem>
+#include <limits>
 
 namespace multireduce::cli {
 
@@ -19,6 +21,63 @@ int report_out_of_memory(const char* command) {
   return 1;
 }
 
+// ---- numbers ------------------------------------------------------------------------------------
+
+std::string range_words(std::int64_t least, std::int64_t most) {
+  constexpr auto max = std::numeric_limits<std::int64_t>::max(), min = std::numeric_limits<std::int64_t>::min();
+  if (least == min && most == max) return "an integer";
+  if (most == max) return fmt::format("an integer of at least {}", least);
+  if (least == min) return fmt::format("an integer of at most {}", most);
+  return fmt::format("an integer from {} to {}", least, most);
+}
+
+namespace {
+/// The text without one leading '+' (from_chars takes none).
+std::string_view unsigned_text(std::string_view s) { return s.starts_with('+') ? s.substr(1) : s; }
+}  // namespace
+
+CLI::Option* add_integer(CLI::App& cmd, const std::string& name, std::function<void(std::int64_t)> store,
+                         const std::string& help, std::int64_t least, std::int64_t most, const std::string& what) {
+  auto* option = cmd.add_option_function<std::string>(
+      name,
+      [name, store, least, most, what](const std::string& text) {
+        const std::string_view digits = unsigned_text(text);
+        std::int64_t v = 0;
+        const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+        if (digits.empty() || end != digits.data() + digits.size() || (ec != std::errc() && ec != std::errc::result_out_of_range))
+          throw CLI::ValidationError(name, fmt::format("'{}' is not an integer ({} is {})", text, what,
+                                                       range_words(least, most)));
+        if (ec == std::errc::result_out_of_range || v < least || v > most)
+          throw CLI::ValidationError(name, fmt::format("{} is out of range: {} is {}", text, what, range_words(least, most)));
+        store(v);
+      },
+      help);
+  option->type_name("INT");
+  return option;
+}
+
+CLI::Option* add_number(CLI::App& cmd, const std::string& name, std::function<void(double)> store,
+                        const std::string& help, double least, double most, bool open_below, const std::string& what) {
+  const std::string range = fmt::format("a number {} {:g} and at most {:g}", open_below ? "above" : "of at least", least, most);
+  auto* option = cmd.add_option_function<std::string>(
+      name,
+      [name, store, least, most, open_below, what, range](const std::string& text) {
+        const std::string_view digits = unsigned_text(text);
+        double v = 0;
+        const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+        if (digits.empty() || end != digits.data() + digits.size() || ec != std::errc() || !std::isfinite(v))
+          throw CLI::ValidationError(name, fmt::format("'{}' is not a finite number ({} is {})", text, what, range));
+        if (v > most || (open_below ? v <= least : v < least))
+          throw CLI::ValidationError(name, fmt::format("{} is out of range: {} is {}", text, what, range));
+        store(v);
+      },
+      help);
+  option->type_name("NUMBER");
+  return option;
+}
+
+// ---- backend ------------------------------------------------------------------------------------
+
 runtime::execution backend_options::execution() const {
   runtime::execution e;
   e.requested = runtime::parse_backend(backend).value_or(runtime::backend::automatic);
@@ -31,38 +90,36 @@ void add_backend_options(CLI::App& cmd, backend_options& opts, const char* timin
                  "auto: the GPU when it supports the job, else the CPU; cuda: the GPU or an error saying why not; cpu")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}))
       ->capture_default_str();
-  cmd.add_option("--device", opts.device, "CUDA device ordinal")->check(CLI::NonNegativeNumber)->capture_default_str();
+  add_integer(
+      cmd, "--device",
+      [&opts](std::int64_t d) {
+        const int devices = runtime::cuda_device_count();
+        if (devices == 0)
+          throw CLI::ValidationError("--device", fmt::format("{}: there is no CUDA device here", d));
+        if (d >= devices)
+          throw CLI::ValidationError("--device", fmt::format("{} is out of range: this machine has {} CUDA device{}, "
+                                                             "a device number is an integer from 0 to {}",
+                                                             d, devices, devices == 1 ? "" : "s", devices - 1));
+        opts.device = static_cast<int>(d);
+      },
+      "the CUDA device (default 0); it must exist, whatever the backend", 0, std::numeric_limits<int>::max(),
+      "a device number");
   cmd.add_flag("--timing", opts.timing, timing_help);
 }
 
-void print_report(const char* command, const runtime::report& r, bool cpu_asked) {
-  const double gbps = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds * 1e-9 : 0.0;
-  if (r.used == runtime::backend::cuda) {
+void print_report(const char* command, const runtime::report& r, bool cpu_asked, double command_seconds,
+                  std::int64_t bytes_read, std::int64_t bytes_written) {
+  if (r.used == runtime::backend::cuda)
     fmt::print(stderr, "multireduce {}: backend cuda (device {}: {})\n", command, r.device, r.device_name);
-    fmt::print(stderr,
-               "multireduce {}: {:.6g} s on the device, {:.3f} GB/s ({} bytes read and written); transfers {:.6g} s\n",
-               command, r.seconds, gbps, r.bytes, r.transfer_seconds);
-    return;
-  }
-  fmt::print(stderr, "multireduce {}: backend cpu ({} threads){}\n", command, r.cpu_threads,
-             cpu_asked || r.not_cuda.empty() ? "" : "; not the GPU: " + r.not_cuda);
-  fmt::print(stderr, "multireduce {}: {:.6g} s, {:.3f} GB/s ({} bytes read and written)\n", command, r.seconds, gbps,
-             r.bytes);
-}
-
-CLI::Validator integer_at_least(long long least) {
-  return CLI::Validator(
-      [least](std::string& text) -> std::string {
-        long long v = 0;
-        std::size_t used = 0;
-        try {
-          v = std::stoll(text, &used);
-        } catch (const std::exception&) {
-          return "";
-        }
-        return used == text.size() && v < least ? fmt::format("must be >= {}, got {}", least, text) : "";
-      },
-      fmt::format("INT>={}", least));
+  else
+    fmt::print(stderr, "multireduce {}: backend cpu ({} threads){}\n", command, r.cpu_threads,
+               cpu_asked || r.not_cuda.empty() ? "" : "; not the GPU: " + r.not_cuda);
+  const double gbps = command_seconds > 0 ? double(bytes_read) / command_seconds * 1e-9 : 0.0;
+  fmt::print(stderr, "multireduce {}: {:.3f} s in all (reading, computing, writing): {} bytes read ({:.3f} GB/s), {} written\n",
+             command, command_seconds, bytes_read, gbps, bytes_written);
+  if (r.used == runtime::backend::cuda)
+    fmt::print(stderr, "multireduce {}: of which {:.6f} s on the GPU and {:.6f} s copying to and from it\n", command,
+               r.seconds, r.transfer_seconds);
 }
 
 std::string shape_string(const std::vector<std::int64_t>& shape) {
@@ -70,13 +127,6 @@ std::string shape_string(const std::vector<std::int64_t>& shape) {
   std::string s = "(";
   for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + ")";
-}
-
-void check_not_an_input(const std::string& output, const std::vector<std::string>& inputs) {
-  std::error_code ec;
-  for (const auto& in : inputs)
-    if (!in.empty() && std::filesystem::equivalent(output, in, ec))
-      throw command_error(fmt::format("-o {}: that is an input file; inputs are never overwritten", output));
 }
 
 }  // namespace multireduce::cli

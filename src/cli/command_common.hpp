@@ -1,11 +1,14 @@
-// command_common.hpp -- what the .npy commands (reduce, stats, match) share: the exit-code-1 error
-// type, error reporting, the --backend/--device/--timing options, the timing report, integer
-// checks, shapes as text, and the guard that outputs never overwrite inputs.
+// command_common.hpp -- what the tool's commands share: the exit-code-1 error type and the guard
+// that reports failures, numeric options that refuse what does not fit (instead of clamping it) and
+// say their range in words, the --backend/--device/--timing options, the --timing report of the
+// whole command, and shapes as text.
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdint>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -37,6 +40,24 @@ int guarded(const char* command, F&& body) {
   }
 }
 
+// ---- numbers ----------------------------------------------------------------------------------------
+
+/// Adds an integer option that takes exactly the values in [least, most]: anything else -- not an
+/// integer, past int64, out of the range -- is a usage error (exit 2) that says the range in words:
+/// `what` names the value ("a window length"), so "--window: 0 is not a window length of at least 1".
+/// `store` receives the value.
+CLI::Option* add_integer(CLI::App& cmd, const std::string& name, std::function<void(std::int64_t)> store,
+                         const std::string& help, std::int64_t least, std::int64_t most, const std::string& what);
+/// The same for a finite floating-point number (NaN and infinities refused) in (least, most] when
+/// `open_below`, else [least, most].
+CLI::Option* add_number(CLI::App& cmd, const std::string& name, std::function<void(double)> store,
+                        const std::string& help, double least, double most, bool open_below, const std::string& what);
+
+/// "an integer of at least 1", "an integer from 0 to 7": a range in words.
+std::string range_words(std::int64_t least, std::int64_t most);
+
+// ---- where a command runs, and what it reports -----------------------------------------------------
+
 /// The options every data command takes: --backend auto|cuda|cpu, --device N, --timing.
 struct backend_options {
   std::string backend = "auto";
@@ -44,19 +65,22 @@ struct backend_options {
   bool timing = false;
   runtime::execution execution() const;
 };
-/// Adds them to `cmd` (`timing_help` says what --timing prints).
+/// Adds them to `cmd` (`timing_help` says what --timing prints). --device must name a CUDA device
+/// of this machine whatever the backend ("a device number from 0 to 7").
 void add_backend_options(CLI::App& cmd, backend_options& opts, const char* timing_help);
 
-/// Prints how a call ran (--timing): the backend, why not the GPU, the time and the bandwidth.
-void print_report(const char* command, const runtime::report& r, bool cpu_asked);
+/// The wall clock of one command, from its start (reading included) to its last output.
+struct command_clock {
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); }
+};
 
-/// An integer option's check: >= `least` (a non-integer is left to CLI11's own conversion error).
-CLI::Validator integer_at_least(long long least);
+/// Prints how a command ran (--timing): the backend (and why not the GPU), the whole command's time
+/// and bandwidth over what it read, and on the GPU its device and copy times.
+void print_report(const char* command, const runtime::report& r, bool cpu_asked, double command_seconds,
+                  std::int64_t bytes_read, std::int64_t bytes_written);
 
 /// "(3,)", "(2, 5)", "()".
 std::string shape_string(const std::vector<std::int64_t>& shape);
-
-/// Throws command_error when `output` names the same file as one of `inputs`.
-void check_not_an_input(const std::string& output, const std::vector<std::string>& inputs);
 
 }  // namespace multireduce::cli

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -16,7 +18,10 @@
 #include <multireduce/match/match.hpp>
 
 #include "command_common.hpp"
+#include "npy/input_file.hpp"
 #include "npy/npy.hpp"
+#include "output_file.hpp"
+#include "progress.hpp"
 #include "runtime/runtime.hpp"
 
 namespace multireduce::cli {
@@ -40,9 +45,15 @@ std::string matches_csv(const std::vector<match>& kept) {
   return text;
 }
 
-void write_int32(const std::string& path, std::int64_t rows, std::int64_t columns, const std::int32_t* data) {
+/// The .npy bytes of a (rows, columns) int32 array.
+std::vector<std::byte> int32_npy(std::int64_t rows, std::int64_t columns, const std::int32_t* data) {
   const std::int64_t shape[2] = {rows, columns};
-  npy::write(path, npy::dtype::int32, shape, data);
+  return npy::encode(npy::dtype::int32, shape, data);
+}
+
+std::vector<std::byte> bytes_of(const std::string& text) {
+  const auto* p = reinterpret_cast<const std::byte*>(text.data());
+  return {p, p + text.size()};
 }
 
 /// The k nearest as a (queries, k) slice of the (queries, k_search) lists.
@@ -83,26 +94,42 @@ std::int64_t count_inliers(const std::vector<match>& kept, const match_options& 
 }
 
 int match_body(const match_options& o) {
+  const command_clock clock;
   match_rule rule;
   if (o.ratio) rule.ratio = *o.ratio;
   if (o.margin) rule.margin = *o.margin;
   if (o.max_distance) rule.max_distance = *o.max_distance;
   rule.cross_check = o.cross_check;
   check_match_rule(rule);
-  if (!o.output.empty() && !o.output.ends_with(".csv") && !o.output.ends_with(".npy"))
-    throw command_error(fmt::format("-o {}: the matches are written as .csv or .npy", o.output));
-  if (o.knn_idx.empty() != o.knn_dist.empty())
-    throw command_error("--knn-idx and --knn-dist go together");
+  if (o.knn_idx.empty() != o.knn_dist.empty()) throw command_error("--knn-idx and --knn-dist go together");
   const bool geometry = !o.homography.empty();
   if (geometry && (o.query_xy.empty() || o.train_xy.empty()))
     throw command_error("--homography needs --query-xy and --train-xy");
-  for (const std::string* out : {&o.output, &o.knn_idx, &o.knn_dist})
-    if (!out->empty()) check_not_an_input(*out, {o.query, o.train, o.homography, o.query_xy, o.train_xy});
+
+  // Every output is planned before anything is read or computed.
+  std::optional<output_file> output, knn_idx, knn_dist;
+  if (!o.output.empty()) output.emplace("-o", o.output);
+  if (!o.knn_idx.empty()) knn_idx.emplace("--knn-idx", o.knn_idx), knn_dist.emplace("--knn-dist", o.knn_dist);
+  std::string format = o.format;
+  if (output && format.empty()) {
+    format = o.output.ends_with(".csv") ? "csv" : o.output.ends_with(".npy") ? "npy" : output->direct() ? "csv" : "";
+    if (format.empty())
+      throw command_error(fmt::format("-o {}: the matches are written as .csv or .npy (or say which with --format)",
+                                      o.output));
+  }
+  std::vector<const output_file*> outputs;
+  for (const auto* f : {&output, &knn_idx, &knn_dist})
+    if (*f) outputs.push_back(&**f);
+  check_outputs(outputs, {{"the query set", o.query, nullptr},
+                          {"the training set", o.train, nullptr},
+                          {"--homography", o.homography, nullptr},
+                          {"--query-xy", o.query_xy, nullptr},
+                          {"--train-xy", o.train_xy, nullptr}});
 
   const npy::array query = read_descriptors(o.query), train = read_descriptors(o.train);
   if (query.shape[1] != train.shape[1])
     throw command_error(fmt::format("the descriptor widths differ: {} has {} bytes, {} has {}", o.query,
-                                            query.shape[1], o.train, train.shape[1]));
+                                    query.shape[1], o.train, train.shape[1]));
   const int bytes = static_cast<int>(query.shape[1]);
   const std::int64_t nq = query.shape[0], nt = train.shape[0];
   check_match_arguments(nq, nt, bytes, o.k);
@@ -119,29 +146,37 @@ int match_body(const match_options& o) {
   job.reverse = rule.cross_check;
   job.train_chunk = o.train_chunk;
   runtime::knn_result found;
-  const runtime::report how = runtime::knn(job, found, o.backend.execution());
+  runtime::execution exec = o.backend.execution();
+  progress_bar bar("multireduce match", "comparisons");
+  exec.progress = [&bar](std::int64_t done, std::int64_t total) { bar.update(done, total); };
+  const runtime::report how = runtime::knn(job, found, exec);
+  bar.finish();
   const std::vector<std::int32_t>& idx = found.idx;
   const std::vector<std::int32_t>& dist = found.dist;
   const std::vector<match> kept =
       accept_matches(idx.data(), dist.data(), nq, k_search, rule, rule.cross_check ? found.reverse_nearest.data() : nullptr);
 
-  // Everything that can fail on bad input happens before the first file is written.
+  // Everything that can fail on bad input happens before the first file is written; then every
+  // output is written in full before any replaces its path.
   const std::int64_t inliers = geometry ? count_inliers(kept, o, nq, nt) : 0;
-  if (!o.knn_idx.empty()) {
-    write_int32(o.knn_idx, nq, o.k, first_columns(idx, nq, k_search, o.k).data());
-    write_int32(o.knn_dist, nq, o.k, first_columns(dist, nq, k_search, o.k).data());
+  std::vector<std::pair<output_file*, std::vector<std::byte>>> writes;
+  if (knn_idx) {
+    writes.emplace_back(&*knn_idx, int32_npy(nq, o.k, first_columns(idx, nq, k_search, o.k).data()));
+    writes.emplace_back(&*knn_dist, int32_npy(nq, o.k, first_columns(dist, nq, k_search, o.k).data()));
   }
-  if (o.output.empty()) {
-    std::fputs(matches_csv(kept).c_str(), stdout);
-  } else if (o.output.ends_with(".csv")) {
-    const std::string text = matches_csv(kept);
-    npy::write_bytes(o.output, std::as_bytes(std::span(text.data(), text.size())));
-  } else {
+  if (output && format == "csv") {
+    writes.emplace_back(&*output, bytes_of(matches_csv(kept)));
+  } else if (output) {
     std::vector<std::int32_t> rows(kept.size() * 3);
     for (std::size_t i = 0; i < kept.size(); ++i)
       rows[3 * i] = kept[i].query, rows[3 * i + 1] = kept[i].train, rows[3 * i + 2] = kept[i].distance;
-    write_int32(o.output, std::int64_t(kept.size()), 3, rows.data());
+    writes.emplace_back(&*output, int32_npy(std::int64_t(kept.size()), 3, rows.data()));
+  } else {
+    std::fputs(matches_csv(kept).c_str(), stdout);
+    std::fflush(stdout);
   }
+  for (auto& [file, data] : writes) file->write(data.data(), data.size());
+  for (auto& [file, data] : writes) file->commit();
   fmt::print(stderr, "multireduce match: {} matches kept of {} queries ({} training descriptors, {} bits)\n",
              kept.size(), nq, nt, bytes * 8);
   if (geometry)
@@ -151,7 +186,7 @@ int match_body(const match_options& o) {
     const double comparisons = double(nq) * double(nt) * (rule.cross_check ? 2.0 : 1.0);
     const bool gpu = how.used == runtime::backend::cuda;
     const std::string why_not = how.not_cuda.empty() ? o.backend.backend : "not the GPU: " + how.not_cuda;
-    fmt::print(stderr, "backend {}: {:.3f} ms, {:.3g} comparisons/s{}\n",
+    fmt::print(stderr, "multireduce match: backend {}: search {:.3f} ms, {:.3g} comparisons/s{}\n",
                gpu ? "cuda (" + how.device_name + ")" : "cpu (" + why_not + ")", how.seconds * 1e3,
                how.seconds > 0 ? comparisons / how.seconds : 0.0,
                !gpu ? ""
@@ -159,6 +194,7 @@ int match_body(const match_options& o) {
                    ? fmt::format(", training set streamed {} rows at a time (copies included), GPU memory {:.1f} MiB",
                                  found.streamed_chunk, double(found.device_bytes) / (1 << 20))
                    : fmt::format(", peak GPU memory {:.1f} MiB", double(found.device_bytes) / (1 << 20)));
+    fmt::print(stderr, "multireduce match: {:.3f} s in all (reading, matching, writing)\n", clock.seconds());
   }
   return 0;
 }
@@ -169,48 +205,48 @@ CLI::App* add_match_command(CLI::App& app, match_options& opts) {
   auto* cmd = app.add_subcommand("match", "brute-force Hamming matching of binary descriptors (.npy, uint8 rows)");
   cmd->add_option("query", opts.query, "query descriptors: a (N, bytes) uint8 .npy (bytes a multiple of 4)")->required();
   cmd->add_option("train", opts.train, "training descriptors: a (M, bytes) uint8 .npy of the same width")->required();
-  cmd->add_option("--k", opts.k, "neighbours listed per query (1..8)")->check(CLI::Range(1, match_max_k))->capture_default_str();
-  auto* ratio = cmd->add_option_function<double>(
-                       "--ratio", [&opts](const double& v) { opts.ratio = v; },
-                       "keep a match when nearest < R x second nearest (Lowe's ratio test), 0 < R <= 1")
-                    ->check(CLI::Validator(
-                        [](std::string& s) {
-                          try {
-                            const double v = std::stod(s);
-                            return v > 0 && v <= 1 ? std::string() : std::string("the ratio must be in (0, 1]");
-                          } catch (const std::exception&) {
-                            return std::string("the ratio must be a number in (0, 1]");
-                          }
-                        },
-                        "(0,1]"));
-  auto* margin = cmd->add_option_function<int>(
-                        "--margin", [&opts](const int& v) { opts.margin = v; },
-                        "keep a match when second nearest - nearest > M bits (the paper's rule), M >= 0")
-                     ->check(integer_at_least(0));
-  auto* max_distance = cmd->add_option_function<int>(
-                              "--max-distance", [&opts](const int& v) { opts.max_distance = v; },
-                              "keep a match when nearest <= D bits")
-                           ->check(integer_at_least(0));
+  constexpr auto max = std::numeric_limits<std::int64_t>::max();
+  constexpr auto max_int = std::numeric_limits<int>::max();
+  add_integer(
+      *cmd, "--k", [&opts](std::int64_t v) { opts.k = int(v); }, "neighbours listed per query (default 2)", 1,
+      match_max_k, "a neighbour count");
+  auto* ratio = add_number(
+      *cmd, "--ratio", [&opts](double v) { opts.ratio = v; },
+      "keep a match when nearest < R x second nearest (Lowe's ratio test), 0 < R <= 1", 0, 1, true, "a ratio");
+  auto* margin = add_integer(
+      *cmd, "--margin", [&opts](std::int64_t v) { opts.margin = int(v); },
+      "keep a match when second nearest - nearest > M bits (the paper's rule)", 0, max_int, "a margin in bits");
+  auto* max_distance = add_integer(
+      *cmd, "--max-distance", [&opts](std::int64_t v) { opts.max_distance = int(v); },
+      "keep a match when nearest <= D bits", 0, max_int, "a distance in bits");
   ratio->excludes(margin)->excludes(max_distance);
   margin->excludes(max_distance);
-  cmd->add_option("--train-chunk", opts.train_chunk,
-                  "stream the training set through the GPU this many rows at a time (default: only when it does not "
-                  "fit in the free GPU memory)")
-      ->check(CLI::PositiveNumber);
+  add_integer(
+      *cmd, "--train-chunk", [&opts](std::int64_t v) { opts.train_chunk = v; },
+      "stream the training set through the GPU this many rows at a time (default: only when it does not fit in the "
+      "free GPU memory)",
+      1, max, "a row count");
   cmd->add_flag("--cross-check", opts.cross_check, "keep a match only when the query is its train's nearest query too");
-  cmd->add_option("-o,--output", opts.output, "write the accepted matches to this .csv (query,train,distance) or .npy "
-                                              "(int32, M x 3), atomically; without -o they are printed as CSV");
+  cmd->add_option("-o,--output", opts.output,
+                  "write the accepted matches to this .csv (query,train,distance) or .npy (int32, M x 3), atomically "
+                  "(- or a device/FIFO: directly, CSV unless --format npy); without -o they are printed as CSV");
+  cmd->add_option("--format", opts.format, "the format of -o when its name does not say: csv or npy")
+      ->check(CLI::IsMember({"csv", "npy"}));
   cmd->add_option("--knn-idx", opts.knn_idx, "write the k nearest train indices to this .npy (int32, N x k; -1: none)");
   cmd->add_option("--knn-dist", opts.knn_dist, "write their Hamming distances to this .npy (int32, N x k; -1: none)");
-  add_backend_options(*cmd, opts.backend, "print the backend, the time, comparisons per second and GPU memory to stderr");
+  add_backend_options(*cmd, opts.backend,
+                      "print the backend, the search's time, comparisons per second, GPU memory and the whole "
+                      "command's time to stderr");
   auto* homography = cmd->add_option("--homography", opts.homography,
                                      "a 3 x 3 .npy homography (query (x, y, 1) -> train): also print how many kept "
                                      "matches land within --inlier-px of where it puts them");
-  cmd->add_option("--query-xy", opts.query_xy, "the query keypoints' (x, y), an (N, 2) float .npy (with --homography)");
-  cmd->add_option("--train-xy", opts.train_xy, "the train keypoints' (x, y), an (M, 2) float .npy (with --homography)");
-  cmd->add_option("--inlier-px", opts.inlier_px, "pixel tolerance of the homography check")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str()
+  cmd->add_option("--query-xy", opts.query_xy, "the query keypoints' (x, y), an (N, 2) float .npy (with --homography)")
+      ->needs(homography);
+  cmd->add_option("--train-xy", opts.train_xy, "the train keypoints' (x, y), an (M, 2) float .npy (with --homography)")
+      ->needs(homography);
+  add_number(
+      *cmd, "--inlier-px", [&opts](double v) { opts.inlier_px = v; }, "pixel tolerance of the homography check (3)",
+      0, 1e9, true, "a tolerance in pixels")
       ->needs(homography);
   cmd->footer(
       "Neighbours are listed by distance, ties by the lower training index (OpenCV's BFMatcher order);\n"

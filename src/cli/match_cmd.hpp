@@ -19,6 +19,7 @@ struct match_options {
   std::optional<int> margin, max_distance;
   bool cross_check = false;
   std::string output;             ///< .csv or .npy; "" prints the matches as CSV
+  std::string format;             ///< "csv" or "npy"; "" = by -o's extension (CSV for - and special files)
   std::string knn_idx, knn_dist;  ///< .npy files of the k nearest (int32, queries x k)
   backend_options backend;
   std::int64_t train_chunk = 0;  ///< > 0: stream the training set through the GPU this many rows at a time

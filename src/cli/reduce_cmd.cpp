@@ -1,5 +1,6 @@
-// reduce_cmd.cpp -- `multireduce reduce` and `multireduce stats` (see reduce_cmd.hpp): read the
-// .npy input, turn the options into one runtime job, run it, write or print the result.
+// reduce_cmd.cpp -- `multireduce reduce` and `multireduce stats` (see reduce_cmd.hpp): open the
+// .npy input (its header first), plan the output, turn the options into one runtime job, and run
+// it on the file piece by piece, the outputs written or printed as they come.
 #include "reduce_cmd.hpp"
 
 #include <fmt/core.h>
@@ -7,23 +8,22 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <chrono>
-#include <cmath>
+#include <bit>
 #include <cstdio>
 #include <cstring>
-#include <exception>
-#include <filesystem>
 #include <limits>
-#include <map>
-#include <new>
-#include <nlohmann/json.hpp>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "command_common.hpp"
-#include "npy/npy.hpp"
+#include "format.hpp"
+#include "npy/input_file.hpp"
+#include "output_file.hpp"
+#include "progress.hpp"
 #include "runtime/runtime.hpp"
 
 namespace multireduce::cli {
@@ -32,112 +32,159 @@ namespace {
 
 namespace rt = multireduce::runtime;
 
-/// One value as printed: integers in decimal, floats as the shortest text that reads back to the
-/// same value (fmt's "{}": "0.1", "1e+30", "nan", "inf", "-inf"); float16 as its float32 value.
-template <class T>
-std::string format_value(T x) {
-  if constexpr (std::is_same_v<T, npy::float16_bits>)
-    return fmt::format("{}", npy::to_float(x));
-  else if constexpr (std::is_floating_point_v<T>)
-    return fmt::format("{}", x);
-  else if constexpr (std::is_signed_v<T>)
-    return fmt::format("{}", static_cast<std::int64_t>(x));
-  else
-    return fmt::format("{}", static_cast<std::uint64_t>(x));
-}
+static_assert(std::endian::native == std::endian::little, "the .npy outputs are written in this machine's order");
 
-/// The rows x cols C-order array `in` of `size`-byte elements, transposed (cols x rows).
-std::vector<std::byte> transpose(const std::vector<std::byte>& in, std::int64_t rows, std::int64_t cols,
-                                 std::size_t size) {
-  std::vector<std::byte> out(in.size());
-  auto run = [&](auto element) {
-    using E = decltype(element);
-    const auto* src = reinterpret_cast<const E*>(in.data());
-    auto* dst = reinterpret_cast<E*>(out.data());
-    constexpr std::int64_t tile = 32;  // tiles keep both sides' cache lines in use
-    for (std::int64_t r0 = 0; r0 < rows; r0 += tile)
-      for (std::int64_t c0 = 0; c0 < cols; c0 += tile)
-        for (std::int64_t r = r0; r < std::min(rows, r0 + tile); ++r)
-          for (std::int64_t c = c0; c < std::min(cols, c0 + tile); ++c) dst[c * rows + r] = src[r * cols + c];
-  };
-  switch (size) {
-    case 1:
-      run(std::uint8_t{});
-      break;
-    case 2:
-      run(std::uint16_t{});
-      break;
-    case 4:
-      run(std::uint32_t{});
-      break;
-    default:
-      run(std::uint64_t{});
-      break;
-  }
-  return out;
-}
-
-/// The offsets file as int64 (a 1-d int32 or int64 array of at least one element).
+/// The offsets file as int64: a 1-d array of any integer dtype whose values fit in int64.
 std::vector<std::int64_t> read_offsets(const std::string& path) {
   const npy::array a = npy::read(path);
   if (a.shape.size() != 1)
     throw command_error(fmt::format("{}: offsets must be a 1-d array, got shape {}", path, shape_string(a.shape)));
-  std::vector<std::int64_t> o;
-  if (a.type == npy::dtype::int64) {
-    const auto v = a.values<std::int64_t>();
-    o.assign(v.begin(), v.end());
-  } else if (a.type == npy::dtype::int32) {
-    const auto v = a.values<std::int32_t>();
-    o.assign(v.begin(), v.end());
-  } else {
-    throw command_error(fmt::format("{}: offsets must be int32 or int64, got {}", path, npy::name_of(a.type)));
-  }
+  if (rt::is_floating(a.type))
+    throw command_error(fmt::format("{}: offsets must be integers, got {}", path, npy::name_of(a.type)));
+  std::vector<std::int64_t> o(a.data.size() / rt::size_of(a.type));
+  npy::visit(a.type, [&](auto element) {
+    using T = decltype(element);
+    if constexpr (std::is_integral_v<T>) {
+      const auto v = a.values<T>();
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if constexpr (std::is_same_v<T, std::uint64_t>)
+          if (v[i] > std::uint64_t(std::numeric_limits<std::int64_t>::max()))
+            throw command_error(fmt::format("{}: offsets[{}] = {} does not fit in int64", path, i, v[i]));
+        o[i] = static_cast<std::int64_t>(v[i]);
+      }
+    }
+  });
   if (o.empty()) throw command_error(fmt::format("{}: offsets need at least one element (S + 1 for S segments)", path));
   return o;  // their values are checked with the job (runtime::validate)
+}
+
+/// The outputs of a job as a .npy file, written as they come: the header first (the shape is known
+/// before the first output), then each batch.
+class npy_sink final : public rt::output_sink {
+ public:
+  npy_sink(output_file& file, rt::dtype type, const std::vector<std::int64_t>& shape, bool fortran_order)
+      : file_(file), size_(rt::size_of(type)) {
+    const auto header = npy::encode_header(type, shape, fortran_order);
+    file_.write(header.data(), header.size());
+  }
+  void write(const void* values, std::int64_t n) override { file_.write(values, std::size_t(n) * size_); }
+
+ private:
+  output_file& file_;
+  std::size_t size_;
+};
+
+/// The outputs printed one value per line, in C order of the result's shape: as they come, or --
+/// a Fortran-order result of two or more dimensions -- all at the end, transposed.
+class print_sink final : public rt::output_sink {
+ public:
+  print_sink(rt::dtype type, std::vector<std::int64_t> shape, bool fortran_order)
+      : type_(type), shape_(std::move(shape)), hold_(fortran_order) {}
+  void write(const void* values, std::int64_t n) override {
+    const auto* p = static_cast<const std::byte*>(values);
+    if (hold_) {
+      held_.insert(held_.end(), p, p + std::size_t(n) * rt::size_of(type_));
+      return;
+    }
+    print(p, n);
+  }
+  void finish() {
+    if (!hold_) return;
+    const auto c_order = npy::fortran_to_c_order(held_, shape_, rt::size_of(type_));
+    print(c_order.data(), std::int64_t(c_order.size() / rt::size_of(type_)));
+  }
+
+ private:
+  void print(const std::byte* p, std::int64_t n) {
+    fmt::memory_buffer text;
+    npy::visit(type_, [&](auto element) {
+      using T = decltype(element);
+      for (std::int64_t i = 0; i < n; ++i) {
+        T x;
+        std::memcpy(&x, p + i * sizeof(T), sizeof(T));
+        fmt::format_to(std::back_inserter(text), "{}\n", format_value(x));
+      }
+    });
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  }
+
+  rt::dtype type_;
+  std::vector<std::int64_t> shape_;
+  bool hold_;
+  std::vector<std::byte> held_;
+};
+
+/// An array read whole into memory, as a source.
+struct held_source {
+  npy::array array;
+  rt::memory_source source;
+  explicit held_source(npy::array a)
+      : array(std::move(a)), source(rt::array_view{array.type, array.data.data(), array.count()}) {}
+};
+
+/// The input as the job reads it: the file itself, piece by piece -- or, when C order decides the
+/// answer and the file is in Fortran order (argmin, argmax and statistics of the whole array: the
+/// first extreme in C order), its C-order copy in memory.
+rt::array_source& source_for(npy::input_file& in, bool c_order_needed, std::unique_ptr<held_source>& held) {
+  if (!c_order_needed || !in.info().fortran_order || in.info().shape.size() < 2) return in;
+  held = std::make_unique<held_source>(in.read_all());
+  return held->source;
+}
+
+/// Runs `job` with a progress bar for the input's bytes.
+template <class Run>
+rt::report with_progress(const char* label, rt::execution exec, const rt::array_source& in, Run&& run) {
+  progress_bar bar(label, "B");
+  const auto size = static_cast<std::int64_t>(rt::size_of(in.type()));
+  exec.progress = [&bar, size](std::int64_t done, std::int64_t total) { bar.update(done * size, total * size); };
+  rt::report r = run(exec);
+  bar.finish();
+  return r;
 }
 
 // ---- reduce ------------------------------------------------------------------------------------
 
 int reduce_body(const reduce_options& opts) {
+  const command_clock clock;
   const rt::op_kind op = *rt::parse_op(opts.op);
-  const npy::array in = npy::read(opts.input);
-  const std::int64_t n = in.count();
-  const std::size_t ndim = in.shape.size();
+  std::optional<output_file> output;
+  if (!opts.output.empty()) output.emplace("-o", opts.output);
+  auto in = npy::input_file::open(opts.input);
+  const npy::header& h = in->info();
+  if (output) check_outputs({&*output}, {{"the input", opts.input, in.get()}, {"--offsets", opts.offsets, nullptr}});
 
-  if (rt::info(op).integers_only && rt::is_floating(in.type))
+  if (rt::info(op).integers_only && rt::is_floating(h.type))
     throw command_error(
-        fmt::format("--op {} needs an integer dtype; {} holds {}", opts.op, opts.input, npy::name_of(in.type)));
-
+        fmt::format("--op {} needs an integer dtype; {} holds {}", opts.op, opts.input, npy::name_of(h.type)));
+  const auto ndim = static_cast<std::int64_t>(h.shape.size());
+  const bool fortran = h.fortran_order && ndim >= 2;
   const bool segmented = opts.segment_length || !opts.offsets.empty() || opts.window;
-  if (ndim > 2)
-    throw command_error(fmt::format("{} is {}-d, shape {}: reduce takes 1-d and 2-d arrays (reshape first)", opts.input,
-                                    ndim, shape_string(in.shape)));
   if (ndim != 1 && segmented)
     throw command_error(fmt::format("--segment-length, --offsets and --window apply to 1-d input; {} has shape {}",
-                                    opts.input, shape_string(in.shape)));
-  if (ndim == 0 && opts.axis) throw command_error(fmt::format("--axis: {} is 0-d, it has no axis", opts.input));
-  if (ndim == 1 && opts.axis && *opts.axis != 0 && *opts.axis != -1)
-    throw command_error(fmt::format("--axis {}: {} is 1-d, the axis must be 0 or -1", *opts.axis, opts.input));
-  if (ndim == 2 && opts.axis && (*opts.axis < -2 || *opts.axis > 1))
-    throw command_error(fmt::format("--axis {}: {} is 2-d, the axis must be 0, 1, -1 or -2", *opts.axis, opts.input));
+                                    opts.input, shape_string(h.shape)));
 
   rt::reduce_job job;
-  job.input = rt::array_view{in.type, in.data.data(), n};
+  job.input = rt::array_view{h.type, nullptr, h.count()};
   job.op = op;
   std::vector<std::int64_t> out_shape;  // the reduced axis disappears, as in NumPy
+  bool out_fortran = false;
   std::vector<std::int64_t> offsets;
-  std::vector<std::byte> transposed;
-  if (ndim == 2) {
-    const std::int64_t rows = in.shape[0], cols = in.shape[1];
-    const bool along_rows = !opts.axis || *opts.axis == 1 || *opts.axis == -1;  // reduce each row
-    if (!along_rows) {
-      transposed = transpose(in.data, rows, cols, npy::size_of(in.type));
-      job.input.data = transposed.data();
+  const std::int64_t n = h.count();
+  if (opts.axis) {
+    // A Fortran-order file holds the C-order data of the reversed shape: reduce the mapped axis,
+    // and the result is in Fortran order too (as NumPy keeps it).
+    std::vector<std::int64_t> stored = h.shape;
+    if (fortran) std::reverse(stored.begin(), stored.end());
+    const std::int64_t k = *opts.axis;
+    const std::int64_t a = k < 0 ? k + ndim : k;
+    try {
+      job = rt::axis_job(job.input, op, stored, fortran && a >= 0 && a < ndim ? ndim - 1 - a : k);
+    } catch (const std::invalid_argument& e) {
+      throw command_error(fmt::format("--axis {}: {}", k, e.what()));
     }
-    job.shape = rt::shape_kind::fixed_segments;
-    job.segments = along_rows ? rows : cols;
-    job.length = along_rows ? cols : rows;
-    out_shape = {job.segments};
+    out_shape = h.shape;
+    out_shape.erase(out_shape.begin() + a);
+    out_fortran = fortran && out_shape.size() >= 2;
   } else if (opts.segment_length) {
     const std::int64_t length = *opts.segment_length;
     if (n % length != 0)
@@ -157,119 +204,115 @@ int reduce_body(const reduce_options& opts) {
     job.length = *opts.window;
     out_shape = {n >= job.length ? n - job.length + 1 : 0};
   } else {
-    job.shape = rt::shape_kind::whole;  // 1-d or 0-d: a 0-d result
+    job.shape = rt::shape_kind::whole;  // any number of dimensions: a 0-d result
   }
-  if (!opts.output.empty()) check_not_an_input(opts.output, {opts.input, opts.offsets});
-  rt::validate(job);
 
   const rt::dtype result_type = rt::output_dtype(job);
-  const std::int64_t count = rt::output_count(job);
-  std::vector<std::byte> result(static_cast<std::size_t>(count) * rt::size_of(result_type));
-  const rt::report how = rt::reduce(job, rt::output_view{result_type, result.data(), count}, opts.backend.execution());
-  if (opts.backend.timing) print_report("reduce", how, opts.backend.backend == "cpu");
-
-  if (!opts.output.empty()) {
-    npy::write(opts.output, result_type, out_shape, result.data());
-    return 0;
+  std::unique_ptr<held_source> held;
+  rt::array_source& source =
+      source_for(*in, job.shape == rt::shape_kind::whole && rt::info(op).positional, held);
+  rt::report how;
+  if (output) {
+    npy_sink sink(*output, result_type, out_shape, out_fortran);
+    how = with_progress("multireduce reduce", opts.backend.execution(), source,
+                        [&](const rt::execution& exec) { return rt::reduce(job, source, sink, exec); });
+    output->commit();
+  } else {
+    print_sink sink(result_type, out_shape, out_fortran);
+    how = with_progress("multireduce reduce", opts.backend.execution(), source,
+                        [&](const rt::execution& exec) { return rt::reduce(job, source, sink, exec); });
+    sink.finish();
+    std::fflush(stdout);
   }
-  fmt::memory_buffer text;
-  npy::visit(result_type, [&](auto element) {
-    using T = decltype(element);
-    for (std::int64_t i = 0; i < count; ++i) {
-      T x;
-      std::memcpy(&x, result.data() + i * sizeof(T), sizeof(T));
-      fmt::format_to(std::back_inserter(text), "{}\n", format_value(x));
-    }
-  });
-  std::fwrite(text.data(), 1, text.size(), stdout);
+  if (opts.backend.timing)
+    print_report("reduce", how, opts.backend.backend == "cpu", clock.seconds(), h.data_bytes(), how.bytes_written);
   return 0;
 }
 
 // ---- stats -------------------------------------------------------------------------------------
 
-/// JSON has no NaN or infinity: those become null.
+/// Prints the statistics as "key: value" lines or a JSON object, with the same digits; min and max
+/// of float16 data as float16 values.
 template <class T>
-nlohmann::ordered_json json_value(T x) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (!std::isfinite(x)) return nullptr;
-    return static_cast<double>(x);
-  } else if constexpr (std::is_signed_v<T>) {
-    return static_cast<std::int64_t>(x);
-  } else {
-    return static_cast<std::uint64_t>(x);
+void print_statistics(const statistics<T>& s, bool json, bool float16) {
+  const auto extreme = [&](T x) {
+    if constexpr (std::is_same_v<T, float>)
+      if (float16) return json ? json_value(rt::to_float16(x)) : format_value(rt::to_float16(x));
+    return json ? json_value(x) : format_value(x);
+  };
+  const auto number = [&](auto x) { return json ? json_value(x) : format_value(x); };
+  const std::pair<const char*, std::string> fields[] = {
+      {"count", number(s.count)}, {"sum", number(s.sum)},        {"mean", number(s.mean)},
+      {"var", number(s.var)},     {"std", number(s.std)},        {"min", extreme(s.min)},
+      {"argmin", number(s.argmin)}, {"max", extreme(s.max)},     {"argmax", number(s.argmax)},
+      {"l1", number(s.l1)},       {"l2", number(s.l2)},
+  };
+  std::string text = json ? "{\n" : "";
+  for (std::size_t i = 0; i < std::size(fields); ++i) {
+    if (json) text += fmt::format("  \"{}\": {}{}\n", fields[i].first, fields[i].second, i + 1 < std::size(fields) ? "," : "");
+    else text += fmt::format("{}: {}\n", fields[i].first, fields[i].second);
   }
-}
-
-template <class T>
-void print_statistics(const statistics<T>& s, bool json) {
-  if (json) {
-    nlohmann::ordered_json j;
-    j["count"] = s.count;
-    j["sum"] = json_value(s.sum);
-    j["mean"] = json_value(s.mean);
-    j["var"] = json_value(s.var);
-    j["std"] = json_value(s.std);
-    j["min"] = json_value(s.min);
-    j["argmin"] = s.argmin;
-    j["max"] = json_value(s.max);
-    j["argmax"] = s.argmax;
-    j["l1"] = json_value(s.l1);
-    j["l2"] = json_value(s.l2);
-    // nlohmann writes each double as the shortest text that reads back to the same value.
-    fmt::print("{}\n", j.dump(2));
-    return;
-  }
-  fmt::print(
-      "count: {}\nsum: {}\nmean: {}\nvar: {}\nstd: {}\nmin: {}\nargmin: {}\nmax: {}\nargmax: {}\nl1: {}\nl2: {}\n",
-      s.count, format_value(s.sum), format_value(s.mean), format_value(s.var), format_value(s.std), format_value(s.min),
-      s.argmin, format_value(s.max), s.argmax, format_value(s.l1), format_value(s.l2));
+  if (json) text += "}\n";
+  std::fputs(text.c_str(), stdout);
 }
 
 int stats_body(const stats_options& opts) {
-  const npy::array in = npy::read(opts.input);
+  const command_clock clock;
+  auto in = npy::input_file::open(opts.input);
+  std::unique_ptr<held_source> held;
+  rt::array_source& source = source_for(*in, true, held);
   rt::any_statistics s;
-  const rt::report how = rt::statistics(rt::array_view{in.type, in.data.data(), in.count()}, s, opts.backend.execution());
-  if (opts.backend.timing) print_report("stats", how, opts.backend.backend == "cpu");
-  std::visit([&](const auto& result) { print_statistics(result, opts.json); }, s);
+  const rt::report how = with_progress("multireduce stats", opts.backend.execution(), source,
+                                       [&](const rt::execution& exec) { return rt::statistics(source, s, exec); });
+  std::visit([&](const auto& result) { print_statistics(result, opts.json, in->info().type == rt::dtype::float16); }, s);
+  std::fflush(stdout);
+  if (opts.backend.timing)
+    print_report("stats", how, opts.backend.backend == "cpu", clock.seconds(), in->info().data_bytes(), 0);
   return 0;
 }
 
 }  // namespace
 
 CLI::App* add_reduce_command(CLI::App& app, reduce_options& opts) {
+  constexpr auto max = std::numeric_limits<std::int64_t>::max();
   auto* cmd = app.add_subcommand("reduce", "reduce a .npy array: whole, along an axis, in segments or sliding windows");
-  cmd->add_option("input", opts.input, "input .npy file (1-d or 2-d; 0-d counts as one element)")->required();
+  cmd->add_option("input", opts.input, "input .npy file (any shape; - reads standard input)")->required();
   std::vector<std::string> ops;
   for (const auto& op : rt::op_table) ops.emplace_back(op.name);
   cmd->add_option("--op", opts.op, rt::op_names())->required()->check(CLI::IsMember(ops));
-  cmd->add_option("-o,--output", opts.output, "write the result to this .npy file (atomically) instead of printing it");
-  auto* seg = cmd->add_option_function<std::int64_t>(
-                     "--segment-length", [&opts](const std::int64_t& v) { opts.segment_length = v; },
-                     "1-d: reduce consecutive segments of this length (must divide the length); result (n / L,)")
-                  ->check(integer_at_least(1));
+  cmd->add_option("-o,--output", opts.output,
+                  "write the result to this .npy file (atomically; - or a device/FIFO: directly) instead of printing it");
+  auto* seg = add_integer(
+      *cmd, "--segment-length", [&opts](std::int64_t v) { opts.segment_length = v; },
+      "1-d: reduce consecutive segments of this length (must divide the length); result (n / L,)", 1, max,
+      "a segment length");
   auto* off = cmd->add_option("--offsets", opts.offsets,
-                              "1-d: a .npy of S + 1 non-decreasing int32/int64 offsets; segment s is "
+                              "1-d: a .npy of S + 1 non-decreasing integer offsets (any integer dtype); segment s is "
                               "[o[s], o[s+1]); result (S,)");
-  auto* win = cmd->add_option_function<std::int64_t>(
-                     "--window", [&opts](const std::int64_t& v) { opts.window = v; },
-                     "1-d: every window of W consecutive elements; result (n - W + 1,), empty when W > n")
-                  ->check(integer_at_least(1));
-  seg->excludes(off)->excludes(win);
-  off->excludes(win);
-  cmd->add_option_function<int>(
-      "--axis", [&opts](const int& v) { opts.axis = v; },
-      "2-d: the axis reduced: -1 or 1 (each row, the default), 0 or -2 (each column); 1-d: 0 or -1");
-  add_backend_options(*cmd, opts.backend, "print the backend, the time and the bandwidth to stderr");
+  auto* win = add_integer(
+      *cmd, "--window", [&opts](std::int64_t v) { opts.window = v; },
+      "1-d: every window of W consecutive elements; result (n - W + 1,), empty when W > n", 1, max, "a window length");
+  auto* axis = add_integer(
+      *cmd, "--axis", [&opts](std::int64_t v) { opts.axis = v; },
+      "reduce this axis (negative: from the end, as NumPy); the result keeps the other axes in order. Without "
+      "--axis (and the options above) the whole array is reduced",
+      std::numeric_limits<std::int64_t>::min(), max, "an axis");
+  seg->excludes(off)->excludes(win)->excludes(axis);
+  off->excludes(win)->excludes(axis);
+  win->excludes(axis);
+  add_backend_options(*cmd, opts.backend, "print the backend and the whole command's time and bandwidth to stderr");
   cmd->footer(
-      "Results follow NumPy: the reduced axis disappears (a whole 1-d reduction is 0-d, shape ()).\n"
+      "Results follow NumPy: the reduced axis disappears (a whole-array reduction is 0-d, shape ()).\n"
       "sum/prod: int64 for signed integers, uint64 for unsigned (wrapping), floats keep their type\n"
-      "(float16 is accumulated in float32 and written as float16). min/max/and/or/xor keep the input\n"
-      "type; argmin/argmax give int64 positions within the segment or window (the first extreme; a\n"
-      "NaN wins, the first NaN). and/or/xor need integers.\n"
+      "(float16 is accumulated in float32 and written as float16); float sums are NumPy's pairwise sums\n"
+      "on the CPU (bit for bit). min/max/and/or/xor keep the input type; argmin/argmax give int64\n"
+      "positions within the axis, segment or window (the first extreme in C order; a NaN wins, the first\n"
+      "NaN). and/or/xor need integers. Fortran-order files are read as they are (their result is in\n"
+      "Fortran order too). Files are read piece by piece (memory-mapped, or streamed from a pipe).\n"
       "Empty input or segment: the operator's identity (0, 1, all bits set); min/max of nothing give\n"
       "+inf/-inf or the type's max/lowest (NumPy raises instead); argmin/argmax of nothing give -1.\n"
-      "Without -o the result is printed, one value per line (a 0-d result: one line); floats as the\n"
-      "shortest text that reads back to the same value (nan, inf, -inf); float16 as its float32 value.\n"
+      "Without -o the result is printed, one value per line in C order; floats as the shortest text\n"
+      "that reads back to the same value of their type (nan, inf, -inf).\n"
       "Exit codes: 0 done, 1 bad data or options that do not fit the data, 2 usage errors.");
   return cmd;
 }
@@ -277,16 +320,18 @@ CLI::App* add_reduce_command(CLI::App& app, reduce_options& opts) {
 CLI::App* add_stats_command(CLI::App& app, stats_options& opts) {
   auto* cmd = app.add_subcommand(
       "stats", "count, sum, mean, var, std, min, argmin, max, argmax, l1, l2 of a .npy array, one pass");
-  cmd->add_option("input", opts.input, "input .npy file (any shape, taken flat in C order)")->required();
+  cmd->add_option("input", opts.input, "input .npy file (any shape, taken flat in C order; - reads standard input)")
+      ->required();
   cmd->add_flag("--json", opts.json, "print a JSON object instead of key: value lines");
-  add_backend_options(*cmd, opts.backend, "print the backend, the time and the bandwidth to stderr");
+  add_backend_options(*cmd, opts.backend, "print the backend and the whole command's time and bandwidth to stderr");
   cmd->footer(
       "var and std are the population's (ddof = 0); l1 = sum |x|, l2 = sqrt(sum x^2). sum: int64 for\n"
       "signed integers, uint64 for unsigned (wrapping, as NumPy), float64 for floats; mean/var/std/l1/l2\n"
-      "are float64. argmin/argmax: the first extreme, a NaN wins (NumPy). Empty input: count 0, sum 0,\n"
-      "mean/var/std nan, min/max the identities (+inf/-inf or the type's max/lowest), argmin/argmax -1.\n"
-      "float16 is widened to float32 (CPU only). Text: floats as the shortest text that reads back to\n"
-      "the same value (nan, inf). JSON: NaN and infinities become null (JSON has neither).");
+      "are float64. argmin/argmax: the first extreme in C order, a NaN wins (NumPy). Empty input: count\n"
+      "0, sum 0, mean/var/std nan, min/max the identities (+inf/-inf or the type's max/lowest),\n"
+      "argmin/argmax -1. float16 is widened to float32 (CPU only); its min and max print as float16.\n"
+      "Text and JSON give the same digits: the shortest that read back to the same value (text: nan,\n"
+      "inf; JSON: null, as JSON has neither).");
   return cmd;
 }
 

@@ -19,9 +19,9 @@ struct reduce_options {
   std::string output;                          ///< "" prints the result instead
   std::string op;                              ///< sum, prod, min, max, and, or, xor, argmin, argmax
   std::optional<std::int64_t> segment_length;  ///< 1-d only; at most one of segment_length, offsets, window
-  std::string offsets;                         ///< a .npy file of S + 1 int32/int64 offsets
+  std::string offsets;                         ///< a .npy file of S + 1 integer offsets
   std::optional<std::int64_t> window;          ///< sliding windows of this length
-  std::optional<int> axis;                     ///< 2-d: -1/1 (default) or 0/-2; 1-d: 0 or -1
+  std::optional<std::int64_t> axis;            ///< the axis reduced (negative: from the end); none: the whole array
   backend_options backend;
 };
 

@@ -3,17 +3,12 @@
 // libFuzzer, and a dependency-free file keeps that build trivial.
 #include "npy/npy.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <utility>
 
@@ -316,18 +311,16 @@ std::uint32_t read_le(const std::byte* p, std::size_t n) {
   return v;
 }
 
-std::vector<std::byte> encode_named(std::string_view name, dtype type, std::span<const std::int64_t> shape,
-                                    const void* data) {
-  const std::size_t element_size = size_of(type);
+std::vector<std::byte> header_named(std::string_view name, dtype type, std::span<const std::int64_t> shape,
+                                    bool fortran_order) {
   for (const std::int64_t d : shape)
     if (d < 0) fail(name, "cannot write shape " + shape_repr(shape) + ": negative dimension");
-  const auto bytes = checked_bytes(shape, element_size);
+  const auto bytes = checked_bytes(shape, size_of(type));
   if (!bytes || static_cast<std::uint64_t>(*bytes) > std::numeric_limits<std::size_t>::max() / 2)
     fail(name, "cannot write shape " + shape_repr(shape) + ": too many elements");
-  if (*bytes > 0 && data == nullptr) fail(name, "cannot write shape " + shape_repr(shape) + ": data is null");
 
-  std::string header = "{'descr': '" + std::string(descr_of(type)) + "', 'fortran_order': False, 'shape': " +
-                       shape_repr(shape) + ", }";
+  std::string header = "{'descr': '" + std::string(descr_of(type)) + "', 'fortran_order': " +
+                       (fortran_order ? "True" : "False") + ", 'shape': " + shape_repr(shape) + ", }";
   if (!shape.empty()) {  // NumPy's spare room for growing the first axis in place
     const std::size_t digits = std::to_string(shape.front()).size();
     if (digits < growth_axis_max_digits) header.append(growth_axis_max_digits - digits, ' ');
@@ -345,7 +338,7 @@ std::vector<std::byte> encode_named(std::string_view name, dtype type, std::span
   header += '\n';
 
   std::vector<std::byte> out;
-  out.reserve(prefix + padded + static_cast<std::size_t>(*bytes));
+  out.reserve(prefix + padded);
   auto put = [&](std::string_view s) {
     for (const char c : s) out.push_back(static_cast<std::byte>(c));
   };
@@ -355,62 +348,7 @@ std::vector<std::byte> encode_named(std::string_view name, dtype type, std::span
   for (std::size_t i = 0; i < prefix - magic.size() - 2; ++i)  // the header length, little-endian
     out.push_back(static_cast<std::byte>((padded >> (8 * i)) & 0xff));
   put(header);
-  const auto* p = static_cast<const std::byte*>(data);
-  out.insert(out.end(), p, p + *bytes);
-  if constexpr (std::endian::native == std::endian::big)
-    swap_elements(std::span<std::byte>(out).subspan(prefix + padded), element_size);
   return out;
-}
-
-/// Removes the temporary file unless released; closes its descriptor.
-struct temporary_file {
-  std::filesystem::path path;
-  int fd = -1;
-  ~temporary_file() {
-    if (fd >= 0) ::close(fd);
-    if (!path.empty()) ::unlink(path.c_str());
-  }
-};
-
-std::string errno_text(int e) { return std::strerror(e); }
-
-void write_atomically(const std::filesystem::path& path, std::span<const std::byte> bytes) {
-  const std::string name = path.string();
-  const std::filesystem::path filename = path.filename();
-  if (filename.empty() || filename == "." || filename == "..") fail(name, "cannot write: not a file name");
-  std::filesystem::path dir = path.parent_path();
-  if (dir.empty()) dir = ".";
-
-  static std::atomic<unsigned> counter{0};
-  temporary_file tmp;
-  for (int attempt = 0; tmp.fd < 0; ++attempt) {
-    std::filesystem::path candidate = dir / ("." + filename.string() + ".tmp-" + std::to_string(::getpid()) + "-" +
-                                             std::to_string(counter.fetch_add(1)));
-    const int fd = ::open(candidate.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd >= 0) {
-      tmp.fd = fd;
-      tmp.path = std::move(candidate);
-    } else if (errno != EEXIST || attempt > 100) {
-      const int e = errno;
-      std::error_code ec;
-      if (e == ENOENT && !std::filesystem::is_directory(dir, ec))
-        fail(name, "cannot write: directory '" + dir.string() + "' does not exist");
-      fail(name, "cannot create a temporary file in '" + dir.string() + "': " + errno_text(e));
-    }
-  }
-  for (std::size_t done = 0; done < bytes.size();) {
-    const ::ssize_t n = ::write(tmp.fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail(name, "cannot write '" + tmp.path.string() + "': " + errno_text(n < 0 ? errno : EIO));
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(tmp.fd) != 0) fail(name, "cannot flush '" + tmp.path.string() + "': " + errno_text(errno));
-  const int fd = std::exchange(tmp.fd, -1);
-  if (::close(fd) != 0) fail(name, "cannot close '" + tmp.path.string() + "': " + errno_text(errno));
-  std::error_code ec;
-  std::filesystem::rename(tmp.path, path, ec);
-  if (ec) fail(name, "cannot rename '" + tmp.path.string() + "' to it: " + ec.message());
-  tmp.path.clear();  // it is the output now
 }
 
 }  // namespace
@@ -435,7 +373,19 @@ void array::check_access(dtype requested) const {
                 " of " + std::string(name_of(type)));
 }
 
-array parse(std::span<const std::byte> file, std::string_view name) {
+std::int64_t header::count() const {
+  const auto n = checked_bytes(shape, 1);
+  if (!n) throw error("npy::header: shape " + shape_repr(shape) + " is negative or too large");
+  return *n;
+}
+
+std::int64_t header::data_bytes() const {
+  const auto n = checked_bytes(shape, size_of(type));
+  if (!n) throw error("npy::header: shape " + shape_repr(shape) + " is too large (more than 2^63 bytes)");
+  return *n;
+}
+
+std::size_t header_size(std::span<const std::byte> file, std::string_view name) {
   const auto bytes_text = [&](std::size_t offset, std::size_t n) {
     return std::string_view(reinterpret_cast<const char*>(file.data()) + offset, n);
   };
@@ -454,14 +404,20 @@ array parse(std::span<const std::byte> file, std::string_view name) {
   const std::size_t header_start = magic.size() + 2 + length_bytes;
   if (size < header_start) fail(name, "truncated header: the file ends after " + std::to_string(size) + " bytes");
   const std::size_t header_length = read_le(file.data() + magic.size() + 2, length_bytes);
-  if (header_length > size - header_start)
-    fail(name, "truncated header: it claims " + std::to_string(header_length) + " bytes, the file has " +
-                   std::to_string(size - header_start) + " after the length field");
   if (header_length > max_header_bytes)
     fail(name, "header of " + std::to_string(header_length) + " bytes is too long for a numeric array (limit " +
                    std::to_string(max_header_bytes) + ")");
+  return header_start + header_length;
+}
 
-  const literal dict = header_parser(bytes_text(header_start, header_length), name).parse_dict();
+header parse_header(std::span<const std::byte> file, std::string_view name) {
+  const std::size_t total = header_size(file, name);
+  const std::size_t header_start = file[6] == std::byte{1} ? 10 : 12;
+  if (total > file.size())
+    fail(name, "truncated header: it claims " + std::to_string(total - header_start) + " bytes, the file has " +
+                   std::to_string(file.size() - header_start) + " after the length field");
+  const std::string_view text(reinterpret_cast<const char*>(file.data()) + header_start, total - header_start);
+  const literal dict = header_parser(text, name).parse_dict();
   const literal* descr = nullptr;
   const literal* fortran_order = nullptr;
   const literal* shape = nullptr;
@@ -483,69 +439,75 @@ array parse(std::span<const std::byte> file, std::string_view name) {
   const descr_info d = parse_descr(*descr, name);
   if (fortran_order->k != literal::kind::boolean)
     fail(name, "fortran_order is not True or False: '" + printable(fortran_order->source) + "'");
-  if (fortran_order->truth) fail(name, "Fortran-order arrays are not supported; save with np.ascontiguousarray");
+  header h;
+  h.type = d.type;
+  h.swap = d.swap;
+  h.fortran_order = fortran_order->truth;
+  h.shape = parse_shape(*shape, name);
+  h.data_offset = total;
+  if (!checked_bytes(h.shape, size_of(h.type)))
+    fail(name, "shape " + shape_repr(h.shape) + " of " + std::string(name_of(h.type)) +
+                   " is too large (more than 2^63 bytes)");
+  return h;
+}
 
-  array a;
-  a.type = d.type;
-  a.shape = parse_shape(*shape, name);
-  const std::size_t data_start = header_start + header_length;
-  const std::size_t available = size - data_start;
-  const auto needed = checked_bytes(a.shape, size_of(a.type));
-  const std::string what = "shape " + shape_repr(a.shape) + " of " + std::string(name_of(a.type));
-  if (!needed) fail(name, what + " is too large (more than 2^63 bytes)");
-  if (static_cast<std::uint64_t>(*needed) > available)
-    fail(name, "truncated data: " + what + " needs " + std::to_string(*needed) + " bytes, only " +
+std::vector<std::byte> fortran_to_c_order(std::span<const std::byte> data, std::span<const std::int64_t> shape,
+                                          std::size_t size) {
+  std::vector<std::byte> out(data.size());
+  const std::size_t ndim = shape.size();
+  const std::int64_t n = static_cast<std::int64_t>(data.size() / size);
+  if (ndim < 2 || n == 0) return {data.begin(), data.end()};
+  // Element at C-order index i of `shape` has multi-index m; in Fortran order it sits at
+  // sum m[d] * stride[d] with stride[0] = 1, stride[d] = stride[d-1] * shape[d-1].
+  std::vector<std::int64_t> stride(ndim, 1), m(ndim, 0);
+  for (std::size_t d = 1; d < ndim; ++d) stride[d] = stride[d - 1] * shape[d - 1];
+  std::int64_t at = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::memcpy(out.data() + std::size_t(i) * size, data.data() + std::size_t(at) * size, size);
+    for (std::size_t d = ndim; d-- > 0;) {  // the next C-order multi-index
+      at += stride[d];
+      if (++m[d] < shape[d]) break;
+      at -= stride[d] * shape[d];
+      m[d] = 0;
+    }
+  }
+  return out;
+}
+
+array parse(std::span<const std::byte> file, std::string_view name) {
+  const header h = parse_header(file, name);
+  const std::size_t available = file.size() - h.data_offset;
+  const auto needed = static_cast<std::uint64_t>(h.data_bytes());
+  const std::string what = "shape " + shape_repr(h.shape) + " of " + std::string(name_of(h.type));
+  if (needed > available)
+    fail(name, "truncated data: " + what + " needs " + std::to_string(needed) + " bytes, only " +
                    std::to_string(available) + " follow the header");
-  if (static_cast<std::uint64_t>(*needed) < available)
-    fail(name, std::to_string(available - static_cast<std::size_t>(*needed)) + " unexpected bytes after the data (" +
-                   what + " needs " + std::to_string(*needed) + " bytes)");
-  a.data.assign(file.begin() + static_cast<std::ptrdiff_t>(data_start), file.end());
-  if (d.swap) swap_elements(a.data, size_of(a.type));
+  if (needed < available)
+    fail(name, std::to_string(available - static_cast<std::size_t>(needed)) + " unexpected bytes after the data (" +
+                   what + " needs " + std::to_string(needed) + " bytes)");
+  array a;
+  a.type = h.type;
+  a.shape = h.shape;
+  a.data.assign(file.begin() + static_cast<std::ptrdiff_t>(h.data_offset), file.end());
+  if (h.swap) swap_elements(a.data, size_of(a.type));
+  if (h.fortran_order) a.data = fortran_to_c_order(a.data, a.shape, size_of(a.type));
   return a;
 }
 
-array read(const std::filesystem::path& path) {
-  const std::string name = path.string();
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (ec && ec != std::errc::no_such_file_or_directory) fail(name, "cannot access: " + ec.message());
-  if (!std::filesystem::exists(status)) fail(name, "no such file");
-  if (std::filesystem::is_directory(status)) fail(name, "is a directory, not a .npy file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(name, "cannot open: " + errno_text(errno));
-  std::vector<std::byte> bytes;
-  if (std::filesystem::is_regular_file(status)) {
-    const auto size = std::filesystem::file_size(path, ec);
-    if (!ec) bytes.reserve(static_cast<std::size_t>(size));
-  }
-  constexpr std::size_t chunk = std::size_t{1} << 20;
-  for (;;) {  // the reserved size first, then chunks if the file is not regular or grew
-    const std::size_t old = bytes.size();
-    bytes.resize(old + (bytes.capacity() > old ? bytes.capacity() - old : chunk));
-    in.read(reinterpret_cast<char*>(bytes.data() + old), static_cast<std::streamsize>(bytes.size() - old));
-    bytes.resize(old + static_cast<std::size_t>(in.gcount()));
-    if (in.bad()) fail(name, "read error: " + errno_text(errno));
-    if (!in || in.peek() == std::ifstream::traits_type::eof()) break;
-  }
-  if (in.bad()) fail(name, "read error: " + errno_text(errno));
-  return parse(bytes, name);
+std::vector<std::byte> encode_header(dtype type, std::span<const std::int64_t> shape, bool fortran_order) {
+  return header_named("npy::encode_header", type, shape, fortran_order);
 }
 
 std::vector<std::byte> encode(dtype type, std::span<const std::int64_t> shape, const void* data) {
-  return encode_named("npy::encode", type, shape, data);
-}
-
-void write_bytes(const std::filesystem::path& path, std::span<const std::byte> bytes) { write_atomically(path, bytes); }
-
-void write(const std::filesystem::path& path, dtype type, std::span<const std::int64_t> shape, const void* data) {
-  write_atomically(path, encode_named(path.string(), type, shape, data));
-}
-
-void write(const std::filesystem::path& path, const array& a) {
-  if (static_cast<std::uint64_t>(a.count()) * size_of(a.type) != a.data.size())
-    fail(path.string(), "cannot write: " + std::to_string(a.data.size()) + " bytes of data for shape " +
-                            shape_repr(a.shape) + " of " + std::string(name_of(a.type)));
-  write(path, a.type, a.shape, a.data.data());
+  std::vector<std::byte> out = header_named("npy::encode", type, shape, false);
+  const auto bytes = static_cast<std::size_t>(*checked_bytes(shape, size_of(type)));
+  if (bytes > 0 && data == nullptr) fail("npy::encode", "cannot write shape " + shape_repr(shape) + ": data is null");
+  const std::size_t prefix = out.size();
+  const auto* p = static_cast<const std::byte*>(data);
+  out.insert(out.end(), p, p + bytes);
+  if constexpr (std::endian::native == std::endian::big)
+    swap_elements(std::span<std::byte>(out).subspan(prefix), size_of(type));
+  return out;
 }
 
 }  // namespace multireduce::npy

@@ -3,7 +3,8 @@
 // What is accepted (everything else throws npy::error with a message naming the problem):
 //  - numeric dtypes i1 i2 i4 i8 u1 u2 u4 u8 f2 f4 f8 with byte order '<', '>', '|', '=' or none;
 //    big-endian data is byte-swapped to native order on reading;
-//  - C-order arrays only (`fortran_order: True` is rejected, also for 1-d arrays);
+//  - C-order and Fortran-order arrays (parse and read give C order: a Fortran-order array's data,
+//    the C-order data of its transpose, is transposed back; input_file.hpp maps axes instead);
 //  - the header is parsed as a Python literal: any key order, any whitespace, trailing commas,
 //    `(n,)` and `()` shapes; exactly the keys 'descr', 'fortran_order' and 'shape', each once.
 // Deliberately rejected:
@@ -50,6 +51,36 @@ struct error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// What a .npy header says, and where the data starts.
+struct header {
+  dtype type = dtype::float32;
+  bool swap = false;                ///< the data is in the other byte order than this machine's
+  bool fortran_order = false;       ///< the data is the C-order data of the reversed shape
+  std::vector<std::int64_t> shape;  ///< () for a 0-d array (one element)
+  std::size_t data_offset = 0;      ///< bytes before the data: magic, version, length, header
+
+  /// @return the product of shape (1 for 0-d).
+  std::int64_t count() const;
+  /// @return count() * size_of(type).
+  std::int64_t data_bytes() const;
+};
+
+/// The bytes a header reader needs first: magic, version and the header's length field.
+inline constexpr std::size_t header_prefix_bytes = 12;
+
+/// @return the header's total size (its data_offset) from the first bytes of a file (at least
+///         min(header_prefix_bytes, the file's size) of them); throws error for a file that is not
+///         a .npy file, an unsupported version or a header too long to be a numeric array's.
+std::size_t header_size(std::span<const std::byte> first_bytes, std::string_view name_for_errors);
+
+/// Parses the header at the start of `bytes`, which hold at least header_size() bytes.
+header parse_header(std::span<const std::byte> bytes, std::string_view name_for_errors);
+
+/// The C-order data of an array of `shape` from its Fortran-order data (the C-order data of the
+/// reversed shape), elements of `element_size` bytes.
+std::vector<std::byte> fortran_to_c_order(std::span<const std::byte> data, std::span<const std::int64_t> shape,
+                                          std::size_t element_size);
+
 /// An n-dimensional array as read from a .npy file.
 struct array {
   dtype type = dtype::float32;
@@ -76,28 +107,21 @@ struct array {
   void check_access(dtype requested) const;
 };
 
-/// Parses the bytes of a whole .npy file. `name_for_errors` starts every error message.
+/// Parses the bytes of a whole .npy file (C order, native byte order). `name_for_errors` starts
+/// every error message.
 array parse(std::span<const std::byte> file_bytes, std::string_view name_for_errors);
 
-/// Reads and parses a .npy file; errors name the path (a missing file says so).
+/// Reads and parses a small .npy file whole (offsets, keypoints, descriptors); errors name the
+/// path (a missing file says so). Big inputs are read with input_file.
 array read(const std::filesystem::path& path);
 
+/// @return the header NumPy writes for an array of `type` and `shape`: version 1.0 (2.0 if the header
+///         needs it), little-endian descr, padded with spaces and a newline so that the data
+///         starts at a multiple of 64 bytes. Throws error for a negative or overflowing shape.
+std::vector<std::byte> encode_header(dtype type, std::span<const std::int64_t> shape, bool fortran_order = false);
+
 /// @return the bytes of a .npy file holding count(shape) elements of `type` read from `data`
-///         (native order): version 1.0 (2.0 if the header needs it), little-endian descr, header
-///         padded with spaces and a newline so the data starts at a multiple of 64 bytes,
-///         byte for byte what numpy.save writes.
+///         (native order, C order): encode_header and the data, byte for byte what numpy.save writes.
 std::vector<std::byte> encode(dtype type, std::span<const std::int64_t> shape, const void* data);
-
-/// Writes `bytes` to `path` atomically (a temporary file in the same directory, then a rename): a
-/// failure leaves no half-written file. Throws error naming the path.
-void write_bytes(const std::filesystem::path& path, std::span<const std::byte> bytes);
-
-/// Writes encode(type, shape, data) to `path` atomically: a temporary file in the same
-/// directory (".<name>.tmp-<pid>-<n>"), fsync'ed, then renamed over `path` (a symlink at `path`
-/// is replaced, not followed). On any failure the temporary is removed, `path` is untouched and
-/// error is thrown.
-void write(const std::filesystem::path& path, dtype type, std::span<const std::int64_t> shape, const void* data);
-/// Writes `a` (see the overload above).
-void write(const std::filesystem::path& path, const array& a);
 
 }  // namespace multireduce::npy

@@ -9,10 +9,10 @@
 
 namespace multireduce::runtime::backends {
 
-// ---- CPU (host memory only) -----------------------------------------------------------------------
-void cpu_reduce(const reduce_job& job, const output_view& out);
-any_statistics cpu_statistics(const array_view& in);
-void cpu_knn(const knn_job& job, knn_result& out);
+// ---- CPU (host memory only; exec.progress told between pieces) ------------------------------------
+void cpu_reduce(const reduce_job& job, array_source& in, output_sink& out, const execution& exec);
+any_statistics cpu_statistics(array_source& in, const execution& exec);
+void cpu_knn(const knn_job& job, knn_result& out, const execution& exec);
 int cpu_threads();
 
 // ---- CUDA -----------------------------------------------------------------------------------------
@@ -22,9 +22,12 @@ std::string cuda_unsupported_reason(const reduce_job& job, int device);
 std::string cuda_unsupported_reason_for_statistics(dtype type, int device);
 std::string cuda_unsupported_reason_for_knn(int bytes, int device);
 /// The jobs on the GPU of exec.device (the caller checked the reason is ""); fill in the report's
-/// device name, times and bytes.
+/// device name, times and bytes. Arrays in memory (host or device; one upload of a host input), or
+/// a host source read piece by piece.
 void cuda_reduce(const reduce_job& job, const output_view& out, const execution& exec, report& r);
+void cuda_reduce(const reduce_job& job, array_source& in, output_sink& out, const execution& exec, report& r);
 void cuda_statistics(const array_view& in, any_statistics& out, const execution& exec, report& r);
+void cuda_statistics(array_source& in, any_statistics& out, const execution& exec, report& r);
 void cuda_knn(const knn_job& job, knn_result& out, const execution& exec, report& r);
 
 }  // namespace multireduce::runtime::backends

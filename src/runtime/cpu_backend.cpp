@@ -1,6 +1,9 @@
 // runtime/cpu_backend.cpp -- the runtime's jobs on the CPU (multireduce::cpu, all cores with
-// OpenMP), with NumPy's result types. float16 is widened to float32 exactly, reduced in float32,
-// and sum/prod/min/max are rounded back to float16 (to nearest even).
+// OpenMP), with NumPy's result types and values: float sums are NumPy's pairwise sums (pairwise.hpp),
+// an axis other than the last is folded one row after another, as NumPy does. float16 is widened
+// to float32 exactly, reduced in float32, and sum/prod/min/max are rounded back to float16 (to
+// nearest even). Every job reads its array_source front to back, one piece at a time.
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -11,28 +14,131 @@
 #include <multireduce/match/cpu.hpp>
 
 #include "backends.hpp"
+#include "pairwise.hpp"
+#include "pieces.hpp"
 
 namespace multireduce::runtime::backends {
 namespace {
 
-/// The outputs of the job's shape, op applied with accumulator Acc; `in` yields the elements.
+/// The C++ type elements of T are reduced in: float16 as float.
+template <class T>
+using element_t = std::conditional_t<std::is_same_v<T, float16_bits>, float, T>;
+
+/// Elements of a float16 source are widened into a buffer of at most this many floats a piece.
+constexpr std::int64_t widened_piece_max = std::int64_t{1} << 24;
+
+/// Elements per piece when reading `in` as elements of T.
+template <class T>
+std::int64_t piece_cap(const array_source& in) {
+  const std::int64_t cap = std::max<std::int64_t>(in.piece_elements(), pairwise::block);
+  return std::is_same_v<T, float16_bits> ? std::min(cap, widened_piece_max) : cap;
+}
+
+/// Reads pieces of a source as elements of element_t<T>: as they are, or widened from float16.
+template <class T>
+class element_reader {
+ public:
+  explicit element_reader(array_source& in) : in_(in) {}
+  const element_t<T>* read(std::int64_t first, std::int64_t n) {
+    const void* p = in_.read(first, n);
+    if constexpr (std::is_same_v<T, float16_bits>) {
+      wide_.resize(static_cast<std::size_t>(n));
+      const auto* h = static_cast<const float16_bits*>(p);
+      MULTIREDUCE_OMP(parallel for if(n > (1 << 16)))
+      for (std::int64_t i = 0; i < n; ++i) wide_[std::size_t(i)] = to_float(h[i]);
+      return wide_.data();
+    } else {
+      return static_cast<const T*>(p);
+    }
+  }
+
+ private:
+  array_source& in_;
+  std::vector<float> wide_;
+};
+
+/// Tells exec.progress how far a job is.
+struct progress_report {
+  const execution& exec;
+  std::int64_t total;
+  void operator()(std::int64_t done) const {
+    if (exec.progress) exec.progress(done, total);
+  }
+};
+
+/// Writes accumulators as outputs: as they are (the output's dtype has the accumulator's size:
+/// uint64 integer sums land as int64 with the same bits), or rounded to float16 (Half).
+template <bool Half, class V>
+void emit(const V* values, std::int64_t n, output_sink& out) {
+  if (n == 0) return;
+  if constexpr (Half) {
+    std::vector<float16_bits> h(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) h[std::size_t(i)] = to_float16(values[i]);
+    out.write(h.data(), n);
+  } else {
+    out.write(values, n);
+  }
+}
+
+/// An argmin/argmax accumulator's output: its position, -1 when nothing was there (the identity's
+/// index, max, or a whole array's -1).
+template <class KV>
+std::int64_t position_of(const KV& found, std::int64_t start) {
+  return found.index < 0 || found.index == std::numeric_limits<std::int64_t>::max() ? -1 : found.index - start;
+}
+
+// ---- in-memory shapes: one piece of a fixed_segments, offsets or window job ---------------------
+
+/// Segment s's bounds in a fixed_segments or offsets job.
+inline void segment_bounds(const reduce_job& job, std::int64_t s, std::int64_t& b, std::int64_t& e) {
+  if (job.shape == shape_kind::offsets) b = job.offsets[s], e = job.offsets[s + 1];
+  else b = s * job.length, e = b + job.length;
+}
+
+/// NumPy's sum of every segment: its pairwise sum, segments on all cores (or, when there are few,
+/// each segment's subtrees on all cores).
+template <class E>
+void pairwise_segments(const E* in, const reduce_job& job, E* out) {
+  const std::int64_t segments = job.segments;
+  if (segments >= 4 * std::int64_t(cpu::max_threads())) {
+    MULTIREDUCE_OMP(parallel for schedule(dynamic, 16))
+    for (std::int64_t s = 0; s < segments; ++s) {
+      std::int64_t b, e;
+      segment_bounds(job, s, b, e);
+      out[s] = E(0) + pairwise::serial<E>(in + b, e - b);
+    }
+    return;
+  }
+  for (std::int64_t s = 0; s < segments; ++s) {
+    std::int64_t b, e;
+    segment_bounds(job, s, b, e);
+    out[s] = E(0) + pairwise::parallel<E>(in + b, e - b);
+  }
+}
+
+/// The outputs of one piece (`job` on the elements at `in`), op applied with accumulator Acc.
 template <class Acc, class It, class Op>
 std::vector<Acc> run_shape(It in, const reduce_job& job, Op op, Acc init) {
   std::vector<Acc> out(static_cast<std::size_t>(output_count(job)));
-  const std::int64_t n = job.input.count;
+  using E = std::remove_cv_t<std::remove_pointer_t<It>>;
+  if constexpr (std::is_same_v<Op, multireduce::sum> && std::is_floating_point_v<E>) {
+    if (job.shape != shape_kind::window) {
+      pairwise_segments(in, job, out.data());
+      return out;
+    }
+  }
   switch (job.shape) {
-    case shape_kind::whole:
-      out[0] = cpu::reduce(in, n, op, init);
-      break;
     case shape_kind::fixed_segments:
       cpu::fixed_segmented_reduce(in, out.data(), job.segments, job.length, op, init);
       break;
     case shape_kind::offsets:
-      cpu::segmented_reduce(in, n, out.data(), job.segments, job.offsets, job.offsets + 1, op, init);
+      cpu::segmented_reduce(in, job.input.count, out.data(), job.segments, job.offsets, job.offsets + 1, op, init);
       break;
     case shape_kind::window:
-      cpu::window_reduce(in, n, job.length, out.data(), op, init);
+      cpu::window_reduce(in, job.input.count, job.length, out.data(), op, init);
       break;
+    default:
+      throw std::logic_error("run_shape: not a piecewise shape");
   }
   return out;
 }
@@ -40,95 +146,224 @@ std::vector<Acc> run_shape(It in, const reduce_job& job, Op op, Acc init) {
 /// Where output i's segment or window starts: argmin/argmax report positions relative to it.
 std::int64_t start_of(const reduce_job& job, std::int64_t i) {
   switch (job.shape) {
-    case shape_kind::whole: return 0;
     case shape_kind::fixed_segments: return i * job.length;
     case shape_kind::offsets: return job.offsets[i];
     case shape_kind::window: return i;
-  }
-  return 0;
-}
-
-/// Copies values into the output: as they are (the output's dtype has the accumulator's size:
-/// uint64 integer sums land as int64 with the same bits), or rounded to float16 (Half).
-template <bool Half, class V>
-void store(const std::vector<V>& values, const output_view& out) {
-  if constexpr (Half) {
-    auto* to = static_cast<float16_bits*>(out.data);
-    for (std::size_t i = 0; i < values.size(); ++i) to[i] = to_float16(values[i]);
-  } else if (!values.empty()) {
-    std::memcpy(out.data, values.data(), values.size() * sizeof(V));
+    default: return 0;
   }
 }
 
-/// argmin / argmax of every segment or window, as int64 positions within it (-1 when empty).
-template <class ArgOp, class T>
-void arg_extremes(const T* in, const reduce_job& job, const output_view& out) {
-  using kv = key_value<T, std::int64_t>;
-  std::vector<kv> found;
-  if (job.shape == shape_kind::whole) {
-    // The dedicated whole-array search (vectorised), same rules.
-    found.push_back(std::is_same_v<ArgOp, multireduce::argmin> ? cpu::argmin(in, job.input.count)
-                                                               : cpu::argmax(in, job.input.count));
-  } else {
-    found = run_shape(cpu::indexed(in), job, ArgOp{}, ArgOp::template identity<kv>());
+/// One piece of a fixed_segments, offsets or window job, its outputs to `out`.
+template <class T>
+void run_piece(const element_t<T>* in, const reduce_job& job, output_sink& out) {
+  using E = element_t<T>;
+  constexpr bool half = std::is_same_v<T, float16_bits>;
+  if (info(job.op).positional) {
+    using kv = key_value<E, std::int64_t>;
+    const auto found = job.op == op_kind::argmin
+                           ? run_shape(cpu::indexed(in), job, multireduce::argmin{}, multireduce::argmin::identity<kv>())
+                           : run_shape(cpu::indexed(in), job, multireduce::argmax{}, multireduce::argmax::identity<kv>());
+    std::vector<std::int64_t> index(found.size());
+    for (std::size_t i = 0; i < found.size(); ++i) index[i] = position_of(found[i], start_of(job, std::int64_t(i)));
+    return emit<false>(index.data(), std::int64_t(index.size()), out);
   }
-  auto* index = static_cast<std::int64_t*>(out.data);
-  for (std::size_t i = 0; i < found.size(); ++i) {
-    const std::int64_t at = found[i].index;
-    // The identity's index (max) or the whole-array -1: nothing was there.
-    index[i] = at < 0 || at == std::numeric_limits<std::int64_t>::max() ? -1 : at - start_of(job, std::int64_t(i));
+  visit_value_op<E>(job.op, [&](auto op, auto init) {
+    const auto values = run_shape(in, job, op, init);
+    emit<half>(values.data(), std::int64_t(values.size()), out);
+  });
+}
+
+// ---- the shapes over a source --------------------------------------------------------------------
+
+template <class T>
+void reduce_pieces(const reduce_job& job, array_source& in, output_sink& out, const progress_report& progress) {
+  element_reader<T> reader(in);
+  pieces::for_each(job, piece_cap<T>(in), [&](pieces::piece& p) {
+    run_piece<T>(reader.read(p.first, p.count), p.sub, out);
+    progress(p.first + p.count);
+  });
+}
+
+template <class T>
+void reduce_whole(const reduce_job& job, array_source& in, output_sink& out, const progress_report& progress) {
+  using E = element_t<T>;
+  constexpr bool half = std::is_same_v<T, float16_bits>;
+  const std::int64_t n = in.count(), cap = piece_cap<T>(in);
+  if constexpr (std::is_floating_point_v<E>) {
+    if (job.op == op_kind::sum) {  // NumPy's pairwise sum, each piece a subtree (float16 widened on the fly)
+      const E total = E(0) + pairwise::over_pieces<E>(0, n, cap, [&](std::int64_t first, std::int64_t count) {
+        const E s = pairwise::parallel<E>(static_cast<const T*>(in.read(first, count)), count);
+        progress(first + count);
+        return s;
+      });
+      return emit<half>(&total, 1, out);
+    }
+  }
+  element_reader<T> reader(in);
+  if (info(job.op).positional) {
+    key_value<E, std::int64_t> best{E{}, -1};
+    for (std::int64_t first = 0; first < n; first += cap) {
+      const std::int64_t count = std::min(cap, n - first);
+      const E* p = reader.read(first, count);
+      auto found = job.op == op_kind::argmin ? cpu::argmin(p, count) : cpu::argmax(p, count);
+      found.index += first;
+      best = best.index < 0 ? found : job.op == op_kind::argmin ? multireduce::argmin{}(best, found)
+                                                                 : multireduce::argmax{}(best, found);
+      progress(first + count);
+    }
+    const std::int64_t index = best.index;
+    return emit<false>(&index, 1, out);
+  }
+  visit_value_op<E>(job.op, [&](auto op, auto init) {
+    auto acc = init;
+    for (std::int64_t first = 0; first < n; first += cap) {
+      const std::int64_t count = std::min(cap, n - first);
+      acc = cpu::reduce(reader.read(first, count), count, op, acc);
+      progress(first + count);
+    }
+    emit<half>(&acc, 1, out);
+  });
+}
+
+/// Folds the rows of one axis into accumulators, NumPy's way for an axis that is not the last: row
+/// k of outer block o is folded into acc[o][...] after row k - 1 (a float sum adds one row after
+/// another). Pieces hold whole outer blocks when one fits, else whole rows.
+template <class T, class Acc, class Fold, class Emit>
+void fold_axis(const reduce_job& job, array_source& in, Acc init, Fold&& fold, Emit&& emit_block,
+               const progress_report& progress) {
+  using E = element_t<T>;
+  const std::int64_t outer = job.segments, rows = job.length, inner = job.inner;
+  const std::int64_t block_elements = rows * inner, cap = piece_cap<T>(in);
+  element_reader<T> reader(in);
+  std::vector<Acc> acc(static_cast<std::size_t>(inner));
+  if (block_elements <= cap) {  // whole outer blocks per piece, blocks on all cores
+    const std::int64_t per = std::max<std::int64_t>(1, cap / std::max<std::int64_t>(block_elements, 1));
+    std::vector<Acc> accs;
+    for (std::int64_t o = 0; o < outer; o += per) {
+      const std::int64_t blocks = std::min(per, outer - o);
+      const E* p = reader.read(o * block_elements, blocks * block_elements);
+      accs.assign(static_cast<std::size_t>(blocks * inner), init);
+      MULTIREDUCE_OMP(parallel for schedule(static) if(blocks > 1))
+      for (std::int64_t b = 0; b < blocks; ++b)
+        for (std::int64_t k = 0; k < rows; ++k) fold(accs.data() + b * inner, p + (b * rows + k) * inner, inner, k);
+      emit_block(accs.data(), blocks * inner);
+      progress((o + blocks) * block_elements);
+    }
+    return;
+  }
+  const std::int64_t rows_per_piece = std::max<std::int64_t>(1, cap / inner);
+  for (std::int64_t o = 0; o < outer; ++o) {
+    acc.assign(static_cast<std::size_t>(inner), init);
+    for (std::int64_t k = 0; k < rows; k += rows_per_piece) {
+      const std::int64_t count = std::min(rows_per_piece, rows - k);
+      const E* p = reader.read((o * rows + k) * inner, count * inner);
+      for (std::int64_t r = 0; r < count; ++r) {
+        // Long rows: their columns on all cores.
+        const std::int64_t parts = inner >= (1 << 15) ? std::int64_t(cpu::max_threads()) : 1;
+        MULTIREDUCE_OMP(parallel for if(parts > 1))
+        for (std::int64_t part = 0; part < parts; ++part) {
+          const std::int64_t b = inner * part / parts, e = inner * (part + 1) / parts;
+          fold(acc.data() + b, p + r * inner + b, e - b, k + r);
+        }
+      }
+      progress((o * rows + k + count) * inner);
+    }
+    emit_block(acc.data(), inner);
   }
 }
 
-/// The job on elements of T (Half: float16 widened to float, value results rounded back).
-template <class T, bool Half = false>
-void reduce_typed(const T* in, const reduce_job& job, const output_view& out) {
-  if (job.op == op_kind::argmin) return arg_extremes<multireduce::argmin>(in, job, out);
-  if (job.op == op_kind::argmax) return arg_extremes<multireduce::argmax>(in, job, out);
-  visit_value_op<T>(job.op, [&](auto op, auto init) { store<Half>(run_shape(in, job, op, init), out); });
-}
-
-std::vector<float> widen(const float16_bits* data, std::int64_t n) {
-  std::vector<float> f(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) f[static_cast<std::size_t>(i)] = to_float(data[i]);
-  return f;
+template <class T>
+void reduce_axis(const reduce_job& job, array_source& in, output_sink& out, const progress_report& progress) {
+  using E = element_t<T>;
+  constexpr bool half = std::is_same_v<T, float16_bits>;
+  if (info(job.op).positional) {
+    using kv = key_value<E, std::int64_t>;
+    const bool smallest = job.op == op_kind::argmin;
+    std::vector<std::int64_t> index;
+    fold_axis<T>(
+        job, in, smallest ? multireduce::argmin::identity<kv>() : multireduce::argmax::identity<kv>(),
+        [smallest](kv* acc, const E* row, std::int64_t n, std::int64_t k) {
+          for (std::int64_t i = 0; i < n; ++i)
+            acc[i] = smallest ? multireduce::argmin{}(acc[i], kv{row[i], k}) : multireduce::argmax{}(acc[i], kv{row[i], k});
+        },
+        [&](const kv* acc, std::int64_t n) {
+          index.resize(static_cast<std::size_t>(n));
+          for (std::int64_t i = 0; i < n; ++i) index[std::size_t(i)] = position_of(acc[i], 0);
+          emit<false>(index.data(), n, out);
+        },
+        progress);
+    return;
+  }
+  visit_value_op<E>(job.op, [&](auto op, auto init) {
+    using Acc = decltype(init);
+    fold_axis<T>(
+        job, in, init,
+        [op](Acc* acc, const E* row, std::int64_t n, std::int64_t) {
+          for (std::int64_t i = 0; i < n; ++i) acc[i] = op(acc[i], static_cast<Acc>(row[i]));
+        },
+        [&](const Acc* acc, std::int64_t n) { emit<half>(acc, n, out); }, progress);
+  });
 }
 
 }  // namespace
 
-void cpu_reduce(const reduce_job& job, const output_view& out) {
-  visit(job.input.type, [&](auto element) {
+void cpu_reduce(const reduce_job& job, array_source& in, output_sink& out, const execution& exec) {
+  const progress_report progress{exec, in.count()};
+  visit(in.type(), [&](auto element) {
     using T = decltype(element);
-    if constexpr (std::is_same_v<T, float16_bits>) {
-      const std::vector<float> wide = widen(static_cast<const float16_bits*>(job.input.data), job.input.count);
-      reduce_typed<float, true>(wide.data(), job, out);
-    } else {
-      reduce_typed(static_cast<const T*>(job.input.data), job, out);
+    switch (job.shape) {
+      case shape_kind::whole: return reduce_whole<T>(job, in, out, progress);
+      case shape_kind::axis: return reduce_axis<T>(job, in, out, progress);
+      default: return reduce_pieces<T>(job, in, out, progress);
     }
   });
 }
 
-any_statistics cpu_statistics(const array_view& in) {
-  return visit(in.type, [&](auto element) -> any_statistics {
+any_statistics cpu_statistics(array_source& in, const execution& exec) {
+  const progress_report progress{exec, in.count()};
+  return visit(in.type(), [&](auto element) -> any_statistics {
     using T = decltype(element);
-    if constexpr (std::is_same_v<T, float16_bits>) {
-      const std::vector<float> wide = widen(static_cast<const float16_bits*>(in.data), in.count);
-      return cpu::statistics(wide.data(), in.count);
-    } else {
-      return cpu::statistics(static_cast<const T*>(in.data), in.count);
+    using E = element_t<T>;
+    const std::int64_t n = in.count(), cap = piece_cap<T>(in);
+    element_reader<T> reader(in);
+    if (n <= cap) {  // one piece: exactly as cpu::statistics computes it
+      const auto s = cpu::statistics(reader.read(0, n), n);
+      progress(n);
+      return s;
     }
+    statistics_accumulator<E> acc;  // pieces merge in order (Chan et al.)
+    for (std::int64_t first = 0; first < n; first += cap) {
+      const std::int64_t count = std::min(cap, n - first);
+      const auto s = cpu::statistics(reader.read(first, count), count);
+      acc = statistics_accumulator<E>::merge(acc, statistics_accumulator<E>::of_result(s, first));
+      progress(first + count);
+    }
+    return acc.result();
   });
 }
 
-void cpu_knn(const knn_job& job, knn_result& out) {
+void cpu_knn(const knn_job& job, knn_result& out, const execution& exec) {
+  // Queries in blocks, so that progress can be told between them.
+  constexpr std::int64_t block = 4096;
+  const std::int64_t total = job.queries * job.trains * (job.reverse ? 2 : 1);
+  const progress_report progress{exec, total};
   out.idx.assign(std::size_t(job.queries) * std::size_t(job.k), 0);
   out.dist.assign(out.idx.size(), 0);
-  cpu::knn_hamming(job.query, job.queries, job.train, job.trains, job.bytes, job.k, out.idx.data(), out.dist.data());
+  for (std::int64_t q = 0; q < job.queries; q += block) {
+    const std::int64_t count = std::min(block, job.queries - q);
+    cpu::knn_hamming(job.query + q * job.bytes, count, job.train, job.trains, job.bytes, job.k,
+                     out.idx.data() + q * job.k, out.dist.data() + q * job.k);
+    progress((q + count) * job.trains);
+  }
   if (job.reverse) {
     out.reverse_nearest.assign(std::size_t(job.trains), 0);
     std::vector<std::int32_t> reverse_dist(out.reverse_nearest.size());
-    cpu::knn_hamming(job.train, job.trains, job.query, job.queries, job.bytes, 1, out.reverse_nearest.data(),
-                     reverse_dist.data());
+    for (std::int64_t t = 0; t < job.trains; t += block) {
+      const std::int64_t count = std::min(block, job.trains - t);
+      cpu::knn_hamming(job.train + t * job.bytes, count, job.query, job.queries, job.bytes, 1,
+                       out.reverse_nearest.data() + t, reverse_dist.data() + t);
+      progress(job.queries * job.trains + (t + count) * job.queries);
+    }
   }
 }
 

@@ -22,6 +22,8 @@
 #include <multireduce/match/cuda.cuh>
 
 #include "backends.hpp"
+#include "pairwise.hpp"
+#include "pieces.hpp"
 
 namespace multireduce::runtime::backends {
 namespace {
@@ -73,6 +75,15 @@ std::string missing_device(int device) {
 
 cudaStream_t stream_of(const execution& exec) { return static_cast<cudaStream_t>(exec.stream); }
 
+/// Copies `count` host elements to the device, timed as a transfer.
+template <class T>
+void upload(T* d, const T* host, std::int64_t count, cudaStream_t stream, mc::event_timer& timer, report& r) {
+  timer.start();
+  mc::check(cudaMemcpyAsync(d, host, sizeof(T) * std::size_t(count), cudaMemcpyHostToDevice, stream),
+            "uploading the input");
+  r.transfer_seconds += timer.stop();
+}
+
 /// Elements per chunk when streaming n elements of `bytes_per_element` through the GPU: half of
 /// its free memory.
 std::int64_t chunk_elements(std::int64_t n, std::size_t bytes_per_element) {
@@ -82,52 +93,63 @@ std::int64_t chunk_elements(std::int64_t n, std::size_t bytes_per_element) {
   return n < fit ? n : (fit > 1 ? fit : 1);
 }
 
-/// The one streamed fold: runs fold_chunk(device pointer, count, index of its first element) over
-/// the input -- in place when it is in device memory, else chunk by chunk through a device buffer
-/// sized to the free memory -- and returns the chunks' partials in order (none for an empty input).
-template <class T, class FoldChunk>
-auto streamed_fold(const array_view& in, mc::workspace& ws, report& r, FoldChunk&& fold_chunk) {
-  using Partial = decltype(fold_chunk(static_cast<const T*>(nullptr), std::int64_t(0), std::int64_t(0)));
+/// Runs fold_piece(device pointer, count, index of its first element) over a host source, piece
+/// by piece through one device buffer (pieces of at most half the free GPU memory), and returns the
+/// pieces' partials in order (none for an empty input).
+template <class T, class FoldPiece>
+auto fold_pieces(array_source& in, mc::workspace& ws, report& r, const execution& exec, FoldPiece&& fold_piece) {
+  using Partial = decltype(fold_piece(static_cast<const T*>(nullptr), std::int64_t(0), std::int64_t(0)));
   std::vector<Partial> partials;
-  const T* data = static_cast<const T*>(in.data);
-  const std::int64_t n = in.count;
-  mc::event_timer timer(ws.stream());
-  r.bytes += n * std::int64_t(sizeof(T));
+  const std::int64_t n = in.count();
+  r.bytes_read += n * std::int64_t(sizeof(T));
   if (n == 0) return partials;
-  if (in.where == memory::cuda) {
+  const std::int64_t piece = std::min(in.piece_elements(), chunk_elements(n, sizeof(T)));
+  mc::device_buffer<T> d(static_cast<std::size_t>(std::min(piece, n)));
+  mc::event_timer timer(ws.stream());
+  for (std::int64_t first = 0; first < n; first += piece) {
+    const std::int64_t count = std::min(piece, n - first);
+    upload(d.data(), static_cast<const T*>(in.read(first, count)), count, ws.stream(), timer, r);
     timer.start();
-    partials.push_back(fold_chunk(data, n, 0));
+    partials.push_back(fold_piece(d.data(), count, first));
     r.seconds += timer.stop();
-    return partials;
-  }
-  const std::int64_t chunk = chunk_elements(n, sizeof(T));
-  mc::device_buffer<T> d(static_cast<std::size_t>(chunk));
-  for (std::int64_t first = 0; first < n; first += chunk) {
-    const std::int64_t count = std::min(chunk, n - first);
-    timer.start();
-    mc::check(cudaMemcpyAsync(d.data(), data + first, sizeof(T) * std::size_t(count), cudaMemcpyHostToDevice, ws.stream()),
-              "uploading the input");
-    r.transfer_seconds += timer.stop();
-    timer.start();
-    partials.push_back(fold_chunk(d.data(), count, first));
-    r.seconds += timer.stop();
+    if (exec.progress) exec.progress(first + count, n);
   }
   return partials;
 }
 
-/// Writes one value to an output of one element, wherever it is.
-template <class V>
-void write_value(const V& value, const output_view& out) {
-  if (out.where == memory::host) std::memcpy(out.data, &value, sizeof(V));
-  else mc::check(cudaMemcpy(out.data, &value, sizeof(V), cudaMemcpyHostToDevice), "writing the result");
+/// A whole-array float sum of a host source: NumPy's pairwise tree over the pieces (each piece's
+/// sum is the GPU's), so that pieces combine pairwise, not one after another.
+template <class T>
+T pairwise_sum_of_pieces(array_source& in, mc::workspace& ws, report& r, const execution& exec) {
+  const std::int64_t n = in.count();
+  r.bytes_read += n * std::int64_t(sizeof(T));
+  const std::int64_t piece = std::max(std::min(in.piece_elements(), chunk_elements(n, sizeof(T))), pairwise::block);
+  mc::device_buffer<T> d(static_cast<std::size_t>(std::max<std::int64_t>(std::min(piece, n), 1)));
+  mc::event_timer timer(ws.stream());
+  return T(0) + pairwise::over_pieces<T>(0, n, piece, [&](std::int64_t first, std::int64_t count) {
+    if (count == 0) return T(0);
+    upload(d.data(), static_cast<const T*>(in.read(first, count)), count, ws.stream(), timer, r);
+    timer.start();
+    const T s = ws.reduce(d.data(), count, multireduce::sum{}, T(0));
+    r.seconds += timer.stop();
+    if (exec.progress) exec.progress(first + count, n);
+    return s;
+  });
 }
 
-/// A whole-array job: the streamed fold of the chunks' reductions, combined in chunk order.
+/// A whole-array job on a host source.
 template <class T>
-void whole_reduce(const reduce_job& job, const output_view& out, mc::workspace& ws, report& r) {
+void whole_reduce(const reduce_job& job, array_source& in, output_sink& out, mc::workspace& ws, report& r,
+                  const execution& exec) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (job.op == op_kind::sum) {
+      const T total = pairwise_sum_of_pieces<T>(in, ws, r, exec);
+      return out.write(&total, 1);
+    }
+  }
   if (info(job.op).positional) {
     const bool smallest = job.op == op_kind::argmin;
-    const auto parts = streamed_fold<T>(job.input, ws, r, [&](const T* d, std::int64_t count, std::int64_t first) {
+    const auto parts = fold_pieces<T>(in, ws, r, exec, [&](const T* d, std::int64_t count, std::int64_t first) {
       key_value<T> found = smallest ? ws.argmin(d, count) : ws.argmax(d, count);
       found.index += first;
       return found;
@@ -138,16 +160,36 @@ void whole_reduce(const reduce_job& job, const output_view& out, mc::workspace& 
       best = index < 0 ? p : smallest ? multireduce::argmin{}(best, p) : multireduce::argmax{}(best, p);
       index = best.index;
     }
-    return write_value(index, out);
+    return out.write(&index, 1);
   }
   visit_value_op<T>(job.op, [&](auto op, auto init) {
-    const auto parts = streamed_fold<T>(job.input, ws, r, [&](const T* d, std::int64_t count, std::int64_t) {
+    const auto parts = fold_pieces<T>(in, ws, r, exec, [&](const T* d, std::int64_t count, std::int64_t) {
       return ws.reduce(d, count, op, init);
     });
     auto acc = init;
     for (const auto& p : parts) acc = op(acc, p);
-    write_value(acc, out);
+    out.write(&acc, 1);
   });
+}
+
+/// A whole-array job on an array in device memory, its result to host or device memory.
+template <class T>
+void whole_reduce_on_device(const reduce_job& job, const output_view& out, mc::workspace& ws, report& r) {
+  const T* d = static_cast<const T*>(job.input.data);
+  const std::int64_t n = job.input.count;
+  r.bytes_read += n * std::int64_t(sizeof(T));
+  mc::event_timer timer(ws.stream());
+  timer.start();
+  auto put = [&](const auto& value) {
+    r.seconds += timer.stop();
+    if (out.where == memory::host) std::memcpy(out.data, &value, sizeof(value));
+    else mc::check(cudaMemcpy(out.data, &value, sizeof(value), cudaMemcpyHostToDevice), "writing the result");
+  };
+  if (info(job.op).positional) {
+    const key_value<T> found = job.op == op_kind::argmin ? ws.argmin(d, n) : ws.argmax(d, n);
+    return put(found.index);
+  }
+  visit_value_op<T>(job.op, [&](auto op, auto init) { put(ws.reduce(d, n, op, init)); });
 }
 
 /// The element types and operators of the GPU's segmented and window reductions.
@@ -195,17 +237,17 @@ void shaped_reduce(const reduce_job& job, const output_view& out, mc::workspace&
       if (job.shape == shape_kind::offsets) offsets.emplace(job.offsets, job.segments + 1, memory::host, stream);
       r.transfer_seconds += timer.stop();
       timer.start();
-      std::int64_t bytes = n * std::int64_t(sizeof(T)) + outputs * std::int64_t(sizeof(Acc));
+      r.bytes_read += n * std::int64_t(sizeof(T));
+      r.bytes_written += outputs * std::int64_t(sizeof(Acc));
       if (job.shape == shape_kind::offsets) {
         ws.segmented_reduce_async(in.data, n, result, job.segments, offsets->data, offsets->data + 1, op, init);
-        bytes += (job.segments + 1) * 8;
+        r.bytes_read += (job.segments + 1) * 8;
       } else if (job.shape == shape_kind::fixed_segments) {
         ws.fixed_segmented_reduce_async(in.data, result, job.segments, job.length, op, init);
       } else {
         ws.window_reduce_async(in.data, n, job.length, result, op, init);
       }
       r.seconds += timer.stop();
-      r.bytes += bytes;
       if (out.where == memory::host && outputs > 0) {
         timer.start();
         mc::check(cudaMemcpy(out.data, result, sizeof(Acc) * std::size_t(outputs), cudaMemcpyDeviceToHost),
@@ -217,6 +259,25 @@ void shaped_reduce(const reduce_job& job, const output_view& out, mc::workspace&
     throw unsupported_error(
         "cuda", "the GPU runs no segmented or window reductions of " + std::string(name_of(dtype_of<T>())));
   }
+}
+
+/// A segmented or window job on a host source: piece by piece (pieces of at most half the free GPU
+/// memory), each piece's outputs to the sink as soon as they are back.
+template <class T>
+void shaped_reduce(const reduce_job& job, array_source& in, output_sink& out, mc::workspace& ws, report& r,
+                   const execution& exec) {
+  const std::size_t out_size = size_of(output_dtype(job));
+  const std::int64_t cap = std::min(in.piece_elements(), chunk_elements(in.count(), sizeof(T)));
+  std::vector<std::byte> outputs;
+  pieces::for_each(job, cap, [&](pieces::piece& p) {
+    p.sub.input.data = in.read(p.first, p.count);
+    p.sub.input.where = memory::host;
+    const std::int64_t count = output_count(p.sub);
+    outputs.resize(std::size_t(count) * out_size);
+    shaped_reduce<T>(p.sub, output_view{output_dtype(job), outputs.data(), count, memory::host, 0}, ws, r);
+    out.write(outputs.data(), count);
+    if (exec.progress) exec.progress(p.first + p.count, in.count());
+  });
 }
 
 }  // namespace
@@ -235,6 +296,9 @@ std::string cuda_unsupported_reason(const reduce_job& job, int device) {
   if (job.input.type == dtype::float16) return "float16 runs on the CPU backend only";
   if (info(job.op).integers_only && is_floating(job.input.type)) return "bitwise operators need an integer dtype";
   if (job.shape == shape_kind::whole) return "";
+  if (job.shape == shape_kind::axis)
+    return "the GPU reduces contiguous runs; an axis other than the last runs on the CPU (NumPy's order, one row "
+           "after another)";
   const bool type_ok = visit(job.input.type, [](auto element) { return shaped_type<decltype(element)>; });
   if (!type_ok || (shaped_ops & op_bit(job.op)) == 0)
     return "the GPU backend runs segmented and window reductions of float32, float64, int32 and int64 with sum, min "
@@ -255,62 +319,102 @@ std::string cuda_unsupported_reason_for_knn(int bytes, int device) {
   return "";
 }
 
-void cuda_reduce(const reduce_job& job, const output_view& out, const execution& exec, report& r) {
-  on_device(exec.device, "reduce", [&] {
+namespace {
+/// Runs body(workspace) on exec's device, the report saying so.
+template <class F>
+void on_gpu_of(const execution& exec, const char* what, report& r, F&& body) {
+  on_device(exec.device, what, [&] {
     r.used = backend::cuda;
     r.device = exec.device;
     r.device_name = device_name(exec.device);
     mc::workspace ws(stream_of(exec));
+    body(ws);
+  });
+}
+}  // namespace
+
+namespace {
+/// A reduction on the GPU: whole(T{}) for the whole array, shaped(T{}) for the other shapes.
+template <class Whole, class Shaped>
+void reduce_on_gpu(const reduce_job& job, const execution& exec, report& r, Whole&& whole, Shaped&& shaped) {
+  on_gpu_of(exec, "reduce", r, [&](mc::workspace& ws) {
     visit(job.input.type, [&](auto element) {
       using T = decltype(element);
-      if constexpr (std::is_same_v<T, float16_bits>) {
-        throw unsupported_error("cuda", "float16 runs on the CPU backend only");
-      } else if (job.shape == shape_kind::whole) {
-        whole_reduce<T>(job, out, ws, r);
-      } else {
-        shaped_reduce<T>(job, out, ws, r);
-      }
+      if constexpr (std::is_same_v<T, float16_bits>) throw unsupported_error("cuda", "float16 runs on the CPU backend only");
+      else if (job.shape == shape_kind::whole) whole(element, ws);
+      else shaped(element, ws);
     });
   });
 }
+}  // namespace
+
+void cuda_reduce(const reduce_job& job, const output_view& out, const execution& exec, report& r) {
+  reduce_on_gpu(
+      job, exec, r,
+      [&](auto element, mc::workspace& ws) { whole_reduce_on_device<decltype(element)>(job, out, ws, r); },
+      [&](auto element, mc::workspace& ws) { shaped_reduce<decltype(element)>(job, out, ws, r); });
+}
+
+void cuda_reduce(const reduce_job& job, array_source& in, output_sink& out, const execution& exec, report& r) {
+  reduce_on_gpu(
+      job, exec, r,
+      [&](auto element, mc::workspace& ws) { whole_reduce<decltype(element)>(job, in, out, ws, r, exec); },
+      [&](auto element, mc::workspace& ws) { shaped_reduce<decltype(element)>(job, in, out, ws, r, exec); });
+}
+
+namespace {
+/// The statistics of an array from its pieces' (merged in order, Chan et al.; one piece: exactly as
+/// the device computed it).
+template <class T, class Parts>
+multireduce::statistics<T> merged(const Parts& parts) {
+  if (parts.size() == 1) return parts[0].result;
+  statistics_accumulator<T> acc;
+  for (const auto& p : parts)
+    acc = statistics_accumulator<T>::merge(acc, statistics_accumulator<T>::of_result(p.result, p.first));
+  return acc.result();
+}
+template <class T>
+struct statistics_piece {
+  multireduce::statistics<T> result;
+  std::int64_t first;
+};
+}  // namespace
 
 void cuda_statistics(const array_view& in, any_statistics& out, const execution& exec, report& r) {
-  on_device(exec.device, "statistics", [&] {
-    r.used = backend::cuda;
-    r.device = exec.device;
-    r.device_name = device_name(exec.device);
-    mc::workspace ws(stream_of(exec));
+  on_gpu_of(exec, "statistics", r, [&](mc::workspace& ws) {
     visit(in.type, [&](auto element) {
       using T = decltype(element);
       if constexpr (std::is_same_v<T, float16_bits>) {
         throw unsupported_error("cuda", "the GPU statistics take no float16");
       } else {
-        struct chunk {
-          multireduce::statistics<T> result;
-          std::int64_t first;
-        };
-        const auto parts = streamed_fold<T>(in, ws, r, [&](const T* d, std::int64_t count, std::int64_t first) {
-          return chunk{ws.statistics(d, count), first};
+        mc::event_timer timer(ws.stream());
+        timer.start();
+        out = in.count == 0 ? statistics_accumulator<T>{}.result() : ws.statistics(static_cast<const T*>(in.data), in.count);
+        r.seconds += timer.stop();
+        r.bytes_read += in.count * std::int64_t(sizeof(T));
+      }
+    });
+  });
+}
+
+void cuda_statistics(array_source& in, any_statistics& out, const execution& exec, report& r) {
+  on_gpu_of(exec, "statistics", r, [&](mc::workspace& ws) {
+    visit(in.type(), [&](auto element) {
+      using T = decltype(element);
+      if constexpr (std::is_same_v<T, float16_bits>) {
+        throw unsupported_error("cuda", "the GPU statistics take no float16");
+      } else {
+        const auto parts = fold_pieces<T>(in, ws, r, exec, [&](const T* d, std::int64_t count, std::int64_t first) {
+          return statistics_piece<T>{ws.statistics(d, count), first};
         });
-        if (parts.size() == 1) {  // one chunk: exactly as the device computed it
-          out = parts[0].result;
-          return;
-        }
-        statistics_accumulator<T> acc;  // chunks merge in order (Chan et al.)
-        for (const auto& p : parts)
-          acc = statistics_accumulator<T>::merge(acc, statistics_accumulator<T>::of_result(p.result, p.first));
-        out = acc.result();
+        out = parts.empty() ? statistics_accumulator<T>{}.result() : merged<T>(parts);
       }
     });
   });
 }
 
 void cuda_knn(const knn_job& job, knn_result& out, const execution& exec, report& r) {
-  on_device(exec.device, "matching", [&] {
-    r.used = backend::cuda;
-    r.device = exec.device;
-    r.device_name = device_name(exec.device);
-    mc::workspace ws(stream_of(exec));
+  on_gpu_of(exec, "matching", r, [&](mc::workspace& ws) {
     const std::int64_t nq = job.queries, nt = job.trains;
     const int bytes = job.bytes, k = job.k;
     std::size_t free_bytes = 0, total = 0;
@@ -370,7 +474,8 @@ void cuda_knn(const knn_job& job, knn_result& out, const execution& exec, report
     }
     out.idx = idx.download(std::size_t(nq) * k);
     out.dist = dist.download(std::size_t(nq) * k);
-    r.bytes = (nq + nt) * bytes;
+    r.bytes_read = (nq + nt) * bytes;
+    r.bytes_written = 2 * nq * k * 4;
   });
 }
 

@@ -17,7 +17,13 @@ std::string cuda_unsupported_reason_for_knn(int, int) { return no_cuda; }
 void cuda_reduce(const reduce_job&, const output_view&, const execution&, report&) {
   throw unsupported_error("cuda", no_cuda);
 }
+void cuda_reduce(const reduce_job&, array_source&, output_sink&, const execution&, report&) {
+  throw unsupported_error("cuda", no_cuda);
+}
 void cuda_statistics(const array_view&, any_statistics&, const execution&, report&) {
+  throw unsupported_error("cuda", no_cuda);
+}
+void cuda_statistics(array_source&, any_statistics&, const execution&, report&) {
   throw unsupported_error("cuda", no_cuda);
 }
 void cuda_knn(const knn_job&, knn_result&, const execution&, report&) { throw unsupported_error("cuda", no_cuda); }

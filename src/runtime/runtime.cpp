@@ -1,7 +1,11 @@
-// runtime/runtime.cpp -- job checks, the backend choice, and the CPU's timing (runtime.hpp).
+// runtime/runtime.cpp -- job checks, the backend choice, sources and sinks of host memory, and the
+// CPU's timing (runtime.hpp).
 #include "runtime.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <limits>
 #include <string>
 
 #include <multireduce/match/match.hpp>
@@ -36,12 +40,111 @@ void timed_on_cpu(report& r, F&& cpu) {
   r.cpu_threads = backends::cpu_threads();
 }
 
-void require_host(const array_view& a, const char* what) {
-  if (a.where != memory::host)
-    throw unsupported_error("cpu", std::string(what) + " is in GPU memory; copy it to the host first");
+/// a * b, or nullopt past int64.
+std::optional<std::int64_t> product(std::int64_t a, std::int64_t b) {
+  std::int64_t p = 0;
+  if (__builtin_mul_overflow(a, b, &p)) return std::nullopt;
+  return p;
+}
+
+/// The outputs of a job in host memory, written in order; counts them (a job must write exactly
+/// its outputs) and the bytes.
+class memory_sink final : public output_sink {
+ public:
+  explicit memory_sink(const output_view& out) : out_(out) {}
+  void write(const void* values, std::int64_t n) override {
+    if (n < 0 || n > out_.count - written_) throw std::logic_error("multireduce runtime: a job wrote past its outputs");
+    const std::size_t size = size_of(out_.type);
+    if (n > 0) std::memcpy(static_cast<std::byte*>(out_.data) + std::size_t(written_) * size, values, std::size_t(n) * size);
+    written_ += n;
+  }
+  std::int64_t written() const { return written_; }
+
+ private:
+  output_view out_;
+  std::int64_t written_ = 0;
+};
+
+/// Passes outputs on to the caller's sink, counting them.
+class counting_sink final : public output_sink {
+ public:
+  explicit counting_sink(output_sink& to) : to_(to) {}
+  void write(const void* values, std::int64_t n) override {
+    to_.write(values, n);
+    written += n;
+  }
+  std::int64_t written = 0;
+
+ private:
+  output_sink& to_;
+};
+
+/// Arrays in GPU memory: only the GPU runs the job; throws unsupported_error when it cannot
+/// (`reason`) or the CPU was asked for.
+void require_gpu_for_device_memory(const execution& exec, const std::string& reason) {
+  if (exec.requested != backend::cpu && reason.empty()) return;
+  throw unsupported_error(exec.requested == backend::cpu ? "cpu" : "cuda",
+                          (reason.empty() ? std::string() : reason + "; ") +
+                              "the arrays are in GPU memory, which the CPU does not read");
+}
+
+/// The shape checks of validate(), without the data pointer (a source has none).
+void validate_shape(const reduce_job& job);
+
+/// The job as the backends run it: an axis with nothing after it is fixed-length segments.
+reduce_job normalized(const reduce_job& job) {
+  reduce_job j = job;
+  if (j.shape == shape_kind::axis && j.inner == 1) j.shape = shape_kind::fixed_segments;
+  return j;
 }
 
 }  // namespace
+
+memory_source::memory_source(const array_view& a)
+    : array_source(a.type, a.count), data_(static_cast<const std::byte*>(a.data)) {
+  if (a.where != memory::host) throw unsupported_error("cpu", "the array is in GPU memory; copy it to the host first");
+  if (a.count < 0) throw std::invalid_argument("the array has a negative element count (" + text(a.count) + ")");
+  if (a.count > 0 && a.data == nullptr) throw std::invalid_argument("the array's data pointer is null");
+}
+
+std::int64_t memory_source::piece_elements() const { return std::max<std::int64_t>(count(), 1); }
+
+const void* memory_source::read(std::int64_t first, std::int64_t n) {
+  if (first < 0 || n < 0 || first > count() || n > count() - first)
+    throw std::logic_error("multireduce runtime: a job read past its input");
+  return data_ + std::size_t(first) * size_of(type());
+}
+
+reduce_job axis_job(const array_view& input, op_kind op, std::span<const std::int64_t> shape, std::int64_t axis) {
+  const auto ndim = static_cast<std::int64_t>(shape.size());
+  if (ndim == 0) throw std::invalid_argument("a 0-d array has no axis");
+  if (axis < -ndim || axis >= ndim)
+    throw std::invalid_argument("axis " + text(axis) + " is out of bounds for an array of " + text(ndim) +
+                                " dimension" + (ndim == 1 ? "" : "s") + " (axes " + text(-ndim) + " to " +
+                                text(ndim - 1) + ")");
+  const std::int64_t a = axis < 0 ? axis + ndim : axis;
+  std::int64_t outer = 1, inner = 1;
+  std::optional<std::int64_t> all = 1;
+  for (std::int64_t d = 0; d < ndim; ++d) {
+    const std::int64_t extent = shape[std::size_t(d)];
+    if (extent < 0) throw std::invalid_argument("negative dimension " + text(extent) + " in the shape");
+    if (all) all = product(*all, extent);
+    if (d == a) continue;
+    const auto grown = product(d < a ? outer : inner, extent);
+    if (!grown) throw std::invalid_argument("the result would have more than 2^63 elements");
+    (d < a ? outer : inner) = *grown;
+  }
+  if (!all || *all != input.count)
+    throw std::invalid_argument("the shape does not hold the array's " + text(input.count) + " elements");
+  reduce_job job;
+  job.input = input;
+  job.op = op;
+  job.shape = shape_kind::axis;
+  job.segments = outer;
+  job.length = shape[std::size_t(a)];
+  job.inner = inner;
+  return job;
+}
 
 std::optional<backend> parse_backend(std::string_view name) {
   for (backend b : {backend::automatic, backend::cpu, backend::cuda})
@@ -52,6 +155,7 @@ std::optional<backend> parse_backend(std::string_view name) {
 std::int64_t output_count(const reduce_job& job) {
   switch (job.shape) {
     case shape_kind::whole: return 1;
+    case shape_kind::axis: return product(job.segments, job.inner).value_or(-1);
     case shape_kind::fixed_segments:
     case shape_kind::offsets: return job.segments;
     case shape_kind::window: return job.input.count >= job.length ? job.input.count - job.length + 1 : 0;
@@ -62,15 +166,31 @@ std::int64_t output_count(const reduce_job& job) {
 dtype output_dtype(const reduce_job& job) { return result_dtype(job.op, job.input.type); }
 
 void validate(const reduce_job& job) {
+  if (job.input.count > 0 && job.input.data == nullptr) throw std::invalid_argument("the input's data pointer is null");
+  validate_shape(job);
+}
+
+namespace {
+void validate_shape(const reduce_job& job) {
   const std::int64_t n = job.input.count;
   if (n < 0) throw std::invalid_argument("the input has a negative element count (" + text(n) + ")");
-  if (n > 0 && job.input.data == nullptr) throw std::invalid_argument("the input's data pointer is null");
   if (info(job.op).integers_only && is_floating(job.input.type))
     throw dtype_error(std::string(name_of(job.op)) + " needs an integer dtype, not " +
                       std::string(name_of(job.input.type)));
   switch (job.shape) {
     case shape_kind::whole:
       break;
+    case shape_kind::axis: {
+      if (job.segments < 0 || job.length < 0 || job.inner < 0)
+        throw std::invalid_argument("the axis' extents must not be negative");
+      const auto outputs = product(job.segments, job.inner);
+      const auto elements = outputs ? product(*outputs, job.length) : std::nullopt;
+      if (!outputs) throw std::invalid_argument("the result would have more than 2^63 elements");
+      if (!elements || *elements != n)
+        throw std::invalid_argument(text(job.segments) + " x " + text(job.length) + " x " + text(job.inner) +
+                                    " is not the " + text(n) + " elements of the input");
+      break;
+    }
     case shape_kind::fixed_segments:
       if (job.length < 0 || job.segments < 0)
         throw std::invalid_argument("segment length and count must not be negative");
@@ -98,6 +218,8 @@ void validate(const reduce_job& job) {
   }
 }
 
+}  // namespace
+
 int cuda_device_count() { return backends::cuda_device_count(); }
 std::string cuda_unsupported_reason(const reduce_job& job, int device) {
   return backends::cuda_unsupported_reason(job, device);
@@ -114,32 +236,66 @@ report reduce(const reduce_job& job, const output_view& out, const execution& ex
   if (out.type != output_dtype(job) || out.count != output_count(job) || (out.count > 0 && out.data == nullptr))
     throw std::invalid_argument("the output must hold " + text(output_count(job)) + " elements of " +
                                 std::string(name_of(output_dtype(job))));
-  report r;
-  const bool cpu_only = exec.requested == backend::cpu;
-  if (choose(exec, cpu_only ? "" : backends::cuda_unsupported_reason(job, exec.device), r) == backend::cuda) {
-    backends::cuda_reduce(job, out, exec, r);
-    return r;
+  if (job.input.where == memory::host && out.where == memory::host) {
+    memory_source in(job.input);
+    memory_sink sink(out);
+    return reduce(job, in, sink, exec);
   }
-  require_host(job.input, "the input");
-  if (out.where != memory::host) throw unsupported_error("cpu", "the output is in GPU memory");
-  timed_on_cpu(r, [&] { backends::cpu_reduce(job, out); });
-  r.bytes = job.input.count * std::int64_t(size_of(job.input.type)) + out.count * std::int64_t(size_of(out.type)) +
-            (job.shape == shape_kind::offsets ? (job.segments + 1) * 8 : 0);
+  const reduce_job j = normalized(job);
+  require_gpu_for_device_memory(exec, backends::cuda_unsupported_reason(j, exec.device));
+  report r;
+  backends::cuda_reduce(j, out, exec, r);
+  r.bytes_written = out.count * std::int64_t(size_of(out.type));
+  return r;
+}
+
+report reduce(const reduce_job& job, array_source& in, output_sink& out, const execution& exec) {
+  reduce_job j = normalized(job);
+  j.input = array_view{in.type(), nullptr, in.count(), memory::host, 0};
+  if (job.input.type != in.type() || job.input.count != in.count())
+    throw std::invalid_argument("the job's input is " + text(job.input.count) + " elements of " +
+                                std::string(name_of(job.input.type)) + ", the source's " + text(in.count()) + " of " +
+                                std::string(name_of(in.type())));
+  validate_shape(j);
+  report r;
+  counting_sink counted(out);
+  const bool cpu_only = exec.requested == backend::cpu;
+  if (choose(exec, cpu_only ? "" : backends::cuda_unsupported_reason(j, exec.device), r) == backend::cuda) {
+    backends::cuda_reduce(j, in, counted, exec, r);
+  } else {
+    timed_on_cpu(r, [&] { backends::cpu_reduce(j, in, counted, exec); });
+    r.bytes_read = in.count() * std::int64_t(size_of(in.type())) +
+                   (j.shape == shape_kind::offsets ? (j.segments + 1) * 8 : 0);
+  }
+  if (counted.written != output_count(j))
+    throw std::logic_error("multireduce runtime: a job wrote " + text(counted.written) + " of its " +
+                           text(output_count(j)) + " outputs");
+  r.bytes_written = counted.written * std::int64_t(size_of(output_dtype(j)));
   return r;
 }
 
 report statistics(const array_view& in, any_statistics& out, const execution& exec) {
   if (in.count < 0) throw std::invalid_argument("the input has a negative element count (" + text(in.count) + ")");
+  if (in.where == memory::host) {
+    memory_source source(in);
+    return statistics(source, out, exec);
+  }
+  require_gpu_for_device_memory(exec, backends::cuda_unsupported_reason_for_statistics(in.type, exec.device));
+  report r;
+  backends::cuda_statistics(in, out, exec, r);
+  return r;
+}
+
+report statistics(array_source& in, any_statistics& out, const execution& exec) {
   report r;
   const bool cpu_only = exec.requested == backend::cpu;
-  if (choose(exec, cpu_only ? "" : backends::cuda_unsupported_reason_for_statistics(in.type, exec.device), r) ==
+  if (choose(exec, cpu_only ? "" : backends::cuda_unsupported_reason_for_statistics(in.type(), exec.device), r) ==
       backend::cuda) {
     backends::cuda_statistics(in, out, exec, r);
     return r;
   }
-  require_host(in, "the input");
-  timed_on_cpu(r, [&] { out = backends::cpu_statistics(in); });
-  r.bytes = in.count * std::int64_t(size_of(in.type));
+  timed_on_cpu(r, [&] { out = backends::cpu_statistics(in, exec); });
+  r.bytes_read = in.count() * std::int64_t(size_of(in.type()));
   return r;
 }
 
@@ -152,8 +308,9 @@ report knn(const knn_job& job, knn_result& out, const execution& exec) {
     backends::cuda_knn(job, out, exec, r);
     return r;
   }
-  timed_on_cpu(r, [&] { backends::cpu_knn(job, out); });
-  r.bytes = (job.queries + job.trains) * job.bytes;
+  timed_on_cpu(r, [&] { backends::cpu_knn(job, out, exec); });
+  r.bytes_read = (job.queries + job.trains) * job.bytes;
+  r.bytes_written = 2 * job.queries * job.k * 4;
   return r;
 }
 

@@ -5,6 +5,7 @@
 //   multireduce_cli_check print      STDOUT.txt  EXPECTED.npy  RTOL ATOL   one value per line
 //   multireduce_cli_check stats-json STDOUT.txt  EXPECTED.json RTOL ATOL   the JSON object
 //   multireduce_cli_check stats-text STDOUT.txt  EXPECTED.json RTOL ATOL   "key: value" lines
+//   multireduce_cli_check same-digits TEXT.txt   JSON.txt      0 0         stats text and JSON agree
 //
 // Integers must match exactly; floats within ATOL + RTOL * |expected| (RTOL = ATOL = 0: exactly),
 // NaN matches NaN. In the expected JSON, non-finite values are the strings "nan", "inf", "-inf":
@@ -120,10 +121,14 @@ void check_print(const char* stdout_path, const char* expected_path) {
       } else if constexpr (std::is_integral_v<T>) {
         ok = std::strtoull(s, &end, 10) == static_cast<unsigned long long>(ev[i]);
       } else {
-        // Printed floats must read back to the very value (float16: its float32 value).
+        // Printed floats must read back to the very value of their type.
         const double parsed = std::strtod(s, &end);
         const double want = as_double(ev[i]);
-        ok = std::is_same_v<T, double> ? close(parsed, want) : close(static_cast<float>(parsed), want);
+        if constexpr (std::is_same_v<T, npy::float16_bits>)
+          ok = (rel_tol == 0 && abs_tol == 0) ? npy::to_float16(static_cast<float>(parsed)).bits == ev[i].bits
+                                              : close(parsed, want);
+        else
+          ok = std::is_same_v<T, double> ? close(parsed, want) : close(static_cast<float>(parsed), want);
       }
       if (!ok || end == s || *end != '\0' || errno != 0) fail("line {}: '{}', expected {}", i + 1, s, as_double(ev[i]));
     }
@@ -152,7 +157,7 @@ void check_stat(const std::string& key, const nlohmann::json& expected, const nl
   if ((actual_text && (end == actual_text->c_str() || *end != '\0')) || (actual_json && !actual_json->is_number()) ||
       !(close(value, expected.get<double>()) ||
         // min/max of float32 input are printed as float32: the shortest text of that float.
-        (actual_text && static_cast<double>(static_cast<float>(value)) == expected.get<double>())))
+        static_cast<double>(static_cast<float>(value)) == expected.get<double>()))
     fail("{}: {}, expected {}", key.c_str(), got.c_str(), expected.get<double>());
 }
 
@@ -188,11 +193,36 @@ void check_stats(const char* stdout_path, const char* expected_path, bool json) 
   for (const auto& [key, value] : expected.items()) check_stat(key, value, nullptr, &actual[key]);
 }
 
+/// stdout of `stats` and of `stats --json` for one input: every value with the same digits (null in
+/// JSON where the text says nan, inf or -inf).
+void check_same_digits(const char* text_path, const char* json_path) {
+  std::map<std::string, std::string> text;
+  for (const auto& line : lines_of(read_text(text_path))) {
+    const auto colon = line.find(": ");
+    if (colon == std::string::npos) return fail("not a 'key: value' line: '{}'", line.c_str());
+    text[line.substr(0, colon)] = line.substr(colon + 2);
+  }
+  std::map<std::string, std::string> json;
+  for (const auto& line : lines_of(read_text(json_path))) {  // "  \"key\": value," lines
+    const auto open = line.find('"'), close_quote = line.find("\": ");
+    if (open == std::string::npos || close_quote == std::string::npos) continue;
+    std::string value = line.substr(close_quote + 3);
+    if (!value.empty() && value.back() == ',') value.pop_back();
+    json[line.substr(open + 1, close_quote - open - 1)] = value;
+  }
+  if (text.size() != 11 || json.size() != 11) return fail("{} text values and {} JSON values, expected 11", text.size(), json.size());
+  for (const auto& [key, value] : text) {
+    const bool non_finite = value == "nan" || value == "inf" || value == "-inf";
+    const std::string want = non_finite ? "null" : value;
+    if (json[key] != want) fail("{}: text '{}', JSON '{}'", key.c_str(), value.c_str(), json[key].c_str());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 6) {
-    std::fprintf(stderr, "usage: %s npy|print|stats-json|stats-text ACTUAL EXPECTED RTOL ATOL\n", argv[0]);
+    std::fprintf(stderr, "usage: %s npy|print|stats-json|stats-text|same-digits ACTUAL EXPECTED RTOL ATOL\n", argv[0]);
     return 2;
   }
   const std::string mode = argv[1];
@@ -207,6 +237,8 @@ int main(int argc, char** argv) {
       check_stats(argv[2], argv[3], true);
     else if (mode == "stats-text")
       check_stats(argv[2], argv[3], false);
+    else if (mode == "same-digits")
+      check_same_digits(argv[2], argv[3]);
     else
       fail("unknown mode {}", mode.c_str());
   } catch (const std::exception& e) {

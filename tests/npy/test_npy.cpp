@@ -1,18 +1,27 @@
-// npy::parse / read / encode / write: round trips of every dtype, files made by NumPy
-// (tests/data/npy, see make_fixtures.py there), and every way a file is rejected.
+// npy::parse / read / encode and npy::input_file: round trips of every dtype, files made by NumPy
+// (tests/data/npy, see make_fixtures.py there), every way a file is rejected, and inputs read in
+// pieces (memory-mapped files, FIFOs, devices).
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "../common/scratch_dir.hpp"
+#include "npy/input_file.hpp"
 #include "npy/npy.hpp"
 
 namespace npy = multireduce::npy;
@@ -79,28 +88,17 @@ std::string parse_error(std::span<const std::byte> bytes) {
 
 std::vector<std::int64_t> shape_of(std::initializer_list<std::int64_t> s) { return s; }
 
-/// A fresh directory per test, removed afterwards.
-class npy_files : public testing::Test {
- protected:
-  void SetUp() override {
-    const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = "multireduce_npy_" + std::to_string(::getpid()) + "_" + info->test_suite_name() + "_" +
-                       info->name();
-    std::replace(name.begin(), name.end(), '/', '_');  // typed tests are named "suite/0"
-    dir = fs::temp_directory_path() / name;
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  void TearDown() override { fs::remove_all(dir); }
+/// Writes bytes to a file (plainly: the tool's atomic outputs are tested in tests/cli).
+void save_bytes(const fs::path& path, std::span<const std::byte> bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+void save(const fs::path& path, npy::dtype type, const std::vector<std::int64_t>& shape, const void* data) {
+  save_bytes(path, npy::encode(type, shape, data));
+}
 
-  std::vector<std::string> listing() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-  fs::path dir;
-};
+/// A fresh directory per test, removed afterwards.
+class npy_files : public mr_test::scratch_dir {};
 
 // ---- names ----------------------------------------------------------------------------------------
 
@@ -192,7 +190,7 @@ TYPED_TEST(npy_round_trip, every_shape_through_a_file) {
     std::vector<T> values;
     for (std::int64_t i = 0; i < n; ++i) values.push_back(element<T>(i));
     const fs::path path = this->dir / "a.npy";
-    npy::write(path, type, shape, values.data());
+    save(path, type, shape, values.data());
 
     const auto size = fs::file_size(path);
     const std::size_t data_bytes = values.size() * sizeof(T);
@@ -215,24 +213,6 @@ TYPED_TEST(npy_round_trip, every_shape_through_a_file) {
     EXPECT_EQ(b.shape, a.shape);
     EXPECT_EQ(b.data, a.data);
   }
-  EXPECT_EQ(this->listing(), std::vector<std::string>{"a.npy"}) << "no temporary files left";
-}
-
-TEST_F(npy_files, write_array_overload_and_replace) {
-  npy::array a{npy::dtype::int32, {2}, {}};
-  const std::int32_t v[2] = {7, -7};
-  a.data = bytes_of(std::string_view(reinterpret_cast<const char*>(v), sizeof v));
-  const fs::path path = dir / "b.npy";
-  npy::write(path, a);
-  a.shape = {1, 2};
-  npy::write(path, a);  // replaces the first file
-  const npy::array b = npy::read(path);
-  EXPECT_EQ(b.shape, shape_of({1, 2}));
-  EXPECT_EQ(b.values<std::int32_t>()[1], -7);
-  a.shape = {3};  // 8 bytes cannot be 3 int32
-  EXPECT_THROW(npy::write(path, a), npy::error);
-  EXPECT_EQ(npy::read(path).shape, shape_of({1, 2})) << "a failed write leaves the old file";
-  EXPECT_EQ(listing(), std::vector<std::string>{"b.npy"});
 }
 
 TEST(npy_encode, long_header_switches_to_version_2) {
@@ -311,8 +291,6 @@ TEST(npy_numpy_files, rejected_with_a_reason) {
     ADD_FAILURE() << name << " was accepted";
     return std::string();
   };
-  EXPECT_NE(message("fortran_2x3.npy").find("Fortran-order arrays are not supported; save with np.ascontiguousarray"),
-            std::string::npos);
   EXPECT_NE(message("object_2.npy").find("unsupported dtype '|O'"), std::string::npos);
   EXPECT_NE(message("structured_2.npy").find("unsupported dtype '[('a', '<i4'), ('b', '<f4')]'"), std::string::npos);
   EXPECT_NE(message("bool_3.npy").find("unsupported dtype '|b1' (bool)"), std::string::npos);
@@ -384,7 +362,7 @@ TEST(npy_errors, truncated_header) {
   EXPECT_REJECTED(file, "truncated header: it claims");
   auto huge = npy_file(dict("<f4", "(1,)"), "abcd", 2);
   huge[11] = std::byte{0xff};  // 4 GiB header length
-  EXPECT_REJECTED(huge, "truncated header");
+  EXPECT_REJECTED(huge, "is too long for a numeric array");
   // The header ends inside the dict: the length field is too small.
   EXPECT_REJECTED(npy_file("{'descr': '<f4', 'fortran_order': Fa"), "malformed header");
   EXPECT_REJECTED(npy_file("{'descr': '<f4', "), "truncated?");
@@ -419,9 +397,28 @@ TEST(npy_errors, keys) {
                   "duplicate key 'descr'");
 }
 
+TEST(npy_numpy_files, fortran_order_is_read_in_c_order) {
+  // np.asfortranarray(np.arange(6, dtype=np.int32).reshape(2, 3)): its data is 0 3 1 4 2 5.
+  EXPECT_EQ(values_in<std::int32_t>("fortran_2x3.npy", {2, 3}), (std::vector<std::int32_t>{0, 1, 2, 3, 4, 5}));
+}
+
+TEST(npy_header, fortran_order_data_is_transposed) {
+  const std::int16_t f[24] = {0, 12, 4, 16, 8, 20, 1, 13, 5, 17, 9, 21, 2, 14, 6, 18, 10, 22, 3, 15, 7, 19, 11, 23};
+  const npy::array a = npy::parse(npy_file(dict("<i2", "(2, 3, 4)", "True"),
+                                           std::string_view(reinterpret_cast<const char*>(f), sizeof f)),
+                                  "f.npy");
+  ASSERT_EQ(a.shape, shape_of({2, 3, 4}));
+  const auto v = a.values<std::int16_t>();
+  for (int i = 0; i < 24; ++i) EXPECT_EQ(v[std::size_t(i)], i) << "C-order element " << i;
+  const npy::header h = npy::parse_header(npy_file(dict("<i2", "(2, 3, 4)", "True")), "f.npy");
+  EXPECT_TRUE(h.fortran_order);
+  EXPECT_EQ(h.count(), 24);
+  EXPECT_EQ(npy::encode_header(npy::dtype::int16, shape_of({2, 3}), true).size() % 64, 0u);
+  const auto fh = npy::encode_header(npy::dtype::int16, shape_of({2, 3}), true);
+  EXPECT_TRUE(npy::parse_header(fh, "encoded").fortran_order);
+}
+
 TEST(npy_errors, fortran_order) {
-  EXPECT_REJECTED(npy_file(dict("<f4", "(2, 2)", "True"), std::string(16, '\0')),
-                  "Fortran-order arrays are not supported; save with np.ascontiguousarray");
   EXPECT_REJECTED(npy_file(dict("<f4", "(2, 2)", "0"), std::string(16, '\0')), "fortran_order is not True or False");
   EXPECT_REJECTED(npy_file(dict("<f4", "(2, 2)", "None"), std::string(16, '\0')), "fortran_order is not True or False");
 }
@@ -501,42 +498,146 @@ TEST_F(npy_files, read_errors_name_the_path) {
   }
 }
 
-TEST_F(npy_files, write_into_a_missing_directory_fails_cleanly) {
-  const float x = 1;
-  const fs::path path = dir / "no" / "such" / "x.npy";
-  try {
-    npy::write(path, npy::dtype::float32, shape_of({1}), &x);
-    ADD_FAILURE();
-  } catch (const npy::error& e) {
-    EXPECT_NE(std::string(e.what()).find(path.string()), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
+// ---- input_file: the header first, then pieces ----------------------------------------------------
+
+/// n float32 values i * 0.5 as a .npy file at `path`.
+void save_ramp(const fs::path& path, std::int64_t n, const char* descr = "<f4") {
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) v[std::size_t(i)] = 0.5f * float(i);
+  if (std::string_view(descr) == "<f4") return save(path, npy::dtype::float32, shape_of({n}), v.data());
+  std::string data(reinterpret_cast<const char*>(v.data()), v.size() * 4);
+  for (std::size_t i = 0; i < data.size(); i += 4) std::reverse(data.begin() + long(i), data.begin() + long(i) + 4);
+  save_bytes(path, npy_file(dict(descr, "(" + std::to_string(n) + ",)"), data));
+}
+
+/// Reads `file` front to back in pieces of `piece` elements; checks every value of the ramp.
+void expect_ramp_in_pieces(npy::input_file& file, std::int64_t piece) {
+  for (std::int64_t first = 0; first < file.count(); first += piece) {
+    const std::int64_t n = std::min(piece, file.count() - first);
+    const auto* v = static_cast<const float*>(file.read(first, n));
+    for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(v[i], 0.5f * float(first + i)) << "element " << first + i;
   }
-  EXPECT_FALSE(fs::exists(path));
-  EXPECT_TRUE(listing().empty());
 }
 
-TEST_F(npy_files, failed_writes_leave_no_file_and_keep_the_old_one) {
-  const float x = 1;
-  // Over a directory: the rename fails, the temporary is removed.
-  fs::create_directory(dir / "d.npy");
-  EXPECT_THROW(npy::write(dir / "d.npy", npy::dtype::float32, shape_of({1}), &x), npy::error);
-  EXPECT_TRUE(fs::is_directory(dir / "d.npy"));
-  // A bad shape: nothing is created, an existing file is untouched.
-  EXPECT_THROW(npy::write(dir / "e.npy", npy::dtype::float32, shape_of({-2}), &x), npy::error);
-  npy::write(dir / "f.npy", npy::dtype::float32, shape_of({1}), &x);
-  EXPECT_THROW(npy::write(dir / "f.npy", npy::dtype::float32, shape_of({1ll << 62, 4}), &x), npy::error);
-  EXPECT_EQ(npy::read(dir / "f.npy").values<float>()[0], 1.0f);
-  EXPECT_THROW(npy::write(dir / "", npy::dtype::float32, shape_of({1}), &x), npy::error);
-  EXPECT_EQ(listing(), (std::vector<std::string>{"d.npy", "f.npy"}));
+TEST_F(npy_files, input_file_maps_a_regular_file_in_pieces) {
+  save_ramp(dir / "r.npy", 1000003);
+  auto file = npy::input_file::open((dir / "r.npy").string());
+  EXPECT_FALSE(file->is_stream());
+  EXPECT_EQ(file->count(), 1000003);
+  EXPECT_EQ(file->type(), npy::dtype::float32);
+  expect_ramp_in_pieces(*file, 65537);
+  EXPECT_THROW(file->read(0, 10), std::logic_error) << "pieces never go back";
+  // The other byte order, converted a piece at a time.
+  save_ramp(dir / "big.npy", 5000, ">f4");
+  auto big = npy::input_file::open((dir / "big.npy").string());
+  expect_ramp_in_pieces(*big, 999);
+  // Data that does not start at a multiple of its size (a header of odd length): copied.
+  std::vector<float> v{0.0f, 0.5f, 1.0f};
+  save_bytes(dir / "odd.npy", npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (3,)}\n",
+                                       std::string_view(reinterpret_cast<const char*>(v.data()), 12)));
+  auto odd = npy::input_file::open((dir / "odd.npy").string());
+  expect_ramp_in_pieces(*odd, 2);
 }
 
-TEST_F(npy_files, write_in_the_current_directory) {
-  const fs::path old = fs::current_path();
-  fs::current_path(dir);
-  const std::uint16_t v[3] = {1, 2, 3};
-  npy::write("plain.npy", npy::dtype::uint16, shape_of({3}), v);
-  fs::current_path(old);
-  EXPECT_EQ(npy::read(dir / "plain.npy").values<std::uint16_t>()[2], 3);
+TEST_F(npy_files, input_file_checks_the_size_before_reading) {
+  save_ramp(dir / "r.npy", 100);
+  auto bytes = file_bytes(dir / "r.npy");
+  bytes.resize(bytes.size() - 4);
+  save_bytes(dir / "short.npy", bytes);
+  try {
+    npy::input_file::open((dir / "short.npy").string());
+    ADD_FAILURE() << "a truncated file was opened";
+  } catch (const npy::error& e) {
+    EXPECT_NE(std::string(e.what()).find("truncated data"), std::string::npos) << e.what();
+  }
+  bytes.resize(bytes.size() + 8);
+  save_bytes(dir / "long.npy", bytes);
+  EXPECT_THROW(npy::input_file::open((dir / "long.npy").string()), npy::error);
+}
+
+TEST_F(npy_files, input_file_streams_a_fifo_and_reads_only_what_the_header_declares) {
+  save_ramp(dir / "r.npy", 300000);
+  const auto bytes = file_bytes(dir / "r.npy");
+  const fs::path fifo = dir / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // The reader may close the pipe before the writer's trailing bytes: EPIPE for the writer, not a
+  // SIGPIPE for the whole test program.
+  const auto previous_handler = std::signal(SIGPIPE, SIG_IGN);
+  // The writer sends the file and then more: the reader must stop at the declared data (and not
+  // wait for an end that never comes: the writer keeps the pipe open until the reader is done).
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    const int fd = ::open(fifo.c_str(), O_WRONLY);
+    if (fd < 0) return;
+    std::size_t sent = 0;
+    while (sent < bytes.size()) {
+      const auto n = ::write(fd, bytes.data() + sent, bytes.size() - sent);
+      if (n <= 0) break;
+      sent += std::size_t(n);
+    }
+    (void)!::write(fd, "trailing", 8);
+    while (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ::close(fd);
+  });
+  {
+    auto file = npy::input_file::open(fifo.string());
+    EXPECT_TRUE(file->is_stream());
+    // Overlapping pieces (windows) and skips (offsets that start late) both work on a stream.
+    const auto* a = static_cast<const float*>(file->read(10, 100));
+    EXPECT_EQ(a[0], 5.0f);
+    const auto* b = static_cast<const float*>(file->read(50, 100000));
+    EXPECT_EQ(b[0], 25.0f);
+    EXPECT_EQ(b[99999], 0.5f * 100049);
+    const auto* c = static_cast<const float*>(file->read(200000, 100000));
+    EXPECT_EQ(c[99999], 0.5f * 299999);
+  }
+  done = true;
+  writer.join();
+  std::signal(SIGPIPE, previous_handler);
+}
+
+TEST_F(npy_files, input_file_refuses_endless_and_truncated_streams_at_once) {
+  try {
+    npy::input_file::open("/dev/zero");
+    ADD_FAILURE() << "/dev/zero was opened";
+  } catch (const npy::error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a .npy file"), std::string::npos) << e.what();
+  }
+  try {
+    npy::input_file::open("/dev/null");
+    ADD_FAILURE() << "/dev/null was opened";
+  } catch (const npy::error& e) {
+    EXPECT_NE(std::string(e.what()).find("empty file"), std::string::npos) << e.what();
+  }
+  // A stream that ends inside the data: the piece that needs the missing bytes says so.
+  save_ramp(dir / "r.npy", 1000);
+  auto bytes = file_bytes(dir / "r.npy");
+  bytes.resize(bytes.size() - 40);
+  const fs::path fifo = dir / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] {
+    const int fd = ::open(fifo.c_str(), O_WRONLY);
+    if (fd < 0) return;
+    (void)!::write(fd, bytes.data(), bytes.size());
+    ::close(fd);
+  });
+  auto file = npy::input_file::open(fifo.string());
+  try {
+    file->read(0, 1000);
+    ADD_FAILURE() << "a truncated stream was read";
+  } catch (const npy::error& e) {
+    EXPECT_NE(std::string(e.what()).find("truncated data"), std::string::npos) << e.what();
+  }
+  writer.join();
+}
+
+TEST_F(npy_files, read_all_gives_c_order) {
+  const std::int32_t f[6] = {0, 3, 1, 4, 2, 5};  // (2, 3) in Fortran order
+  save_bytes(dir / "f.npy", npy_file(dict("<i4", "(2, 3)", "True"),
+                                     std::string_view(reinterpret_cast<const char*>(f), sizeof f)));
+  const npy::array a = npy::read(dir / "f.npy");
+  EXPECT_EQ(std::vector<std::int32_t>(a.values<std::int32_t>().begin(), a.values<std::int32_t>().end()),
+            (std::vector<std::int32_t>{0, 1, 2, 3, 4, 5}));
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 
 #include "../common/match_reference.hpp"
 #include "../common/test_values.hpp"
+#include "runtime/pairwise.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/trace.hpp"
 
@@ -31,6 +32,14 @@ std::uint64_t seed_for(const std::string& what) {
 }
 
 bool gpu_here() { return rt::cuda_device_count() > 0; }
+
+/// Where a call runs.
+rt::execution on(rt::backend b, int device = 0) {
+  rt::execution e;
+  e.requested = b;
+  e.device = device;
+  return e;
+}
 
 /// n random elements of T: small integers (exact sums in every type), a few negative.
 template <class T>
@@ -130,7 +139,7 @@ void expect_jobs(rt::backend backend, const char* what) {
       const auto type = rt::output_dtype(job);
       const std::size_t size = rt::size_of(type);
       std::vector<std::byte> out(std::size_t(count) * size, std::byte{0xA5});
-      const auto r = rt::reduce(job, rt::output_view{type, out.data(), count}, {backend, 0, nullptr});
+      const auto r = rt::reduce(job, rt::output_view{type, out.data(), count}, on(backend, 0));
       ASSERT_EQ(r.used, backend);
       for (std::int64_t i = 0; i < count; ++i) {
         std::int64_t b = 0, e = n;
@@ -179,7 +188,7 @@ TEST(RuntimeJobs, Float16IsWidenedAndRoundedBack) {
   rt::reduce_job job;
   job.input = rt::array_view{rt::dtype::float16, h.data(), std::int64_t(h.size())};
   rt::float16_bits out{0xffff};
-  rt::reduce(job, rt::output_view{rt::dtype::float16, &out, 1}, {rt::backend::automatic, 0, nullptr});
+  rt::reduce(job, rt::output_view{rt::dtype::float16, &out, 1}, on(rt::backend::automatic, 0));
   EXPECT_EQ(rt::to_float(out), 999.0f);  // 998.75 in float32, to the nearest float16 (ties to even)
 }
 
@@ -209,10 +218,10 @@ TEST(RuntimeJobs, BadJobsAreErrors) {
   float out = 0;
   EXPECT_THROW(rt::reduce(job, rt::output_view{rt::dtype::float64, &out, 1}), std::invalid_argument);  // wrong type
   if (!gpu_here()) {
-    EXPECT_THROW(rt::reduce(job, rt::output_view{rt::dtype::float32, &out, 1}, {rt::backend::cuda, 0, nullptr}),
+    EXPECT_THROW(rt::reduce(job, rt::output_view{rt::dtype::float32, &out, 1}, on(rt::backend::cuda, 0)),
                  rt::unsupported_error);
   }
-  EXPECT_THROW(rt::reduce(job, rt::output_view{rt::dtype::float32, &out, 1}, {rt::backend::cuda, 99, nullptr}),
+  EXPECT_THROW(rt::reduce(job, rt::output_view{rt::dtype::float32, &out, 1}, on(rt::backend::cuda, 99)),
                rt::unsupported_error);  // no such device
 }
 
@@ -221,7 +230,7 @@ TEST(RuntimeStatistics, MatchesATwoPassReference) {
   for (rt::backend b : {rt::backend::cpu, rt::backend::cuda}) {
     if (b == rt::backend::cuda && !gpu_here()) continue;
     rt::any_statistics any;
-    rt::statistics(rt::array_view{rt::dtype::float64, v.data(), std::int64_t(v.size())}, any, {b, 0, nullptr});
+    rt::statistics(rt::array_view{rt::dtype::float64, v.data(), std::int64_t(v.size())}, any, on(b, 0));
     const auto& s = std::get<multireduce::statistics<double>>(any);
     double mean = 0;
     for (double x : v) mean += x;
@@ -249,7 +258,7 @@ TEST(RuntimeKnn, BothBackendsGiveTheBruteForce) {
     for (std::int64_t chunk : {0, 100}) {
       rt::knn_job job{q.data(), 300, t.data(), 700, bytes, k, true, chunk};
       rt::knn_result found;
-      rt::knn(job, found, {b, 0, nullptr});
+      rt::knn(job, found, on(b, 0));
       EXPECT_EQ(found.idx, want_idx);
       EXPECT_EQ(found.dist, want_dist);
       EXPECT_EQ(found.reverse_nearest, want_reverse);
@@ -274,6 +283,209 @@ TEST(RuntimeThreads, ConcurrentCallsGetTheirOwnAnswers) {
     });
   for (auto& th : threads) th.join();
   EXPECT_EQ(wrong, std::vector<int>(8, 0));
+}
+
+// ---- arrays read in pieces, outputs as they come -----------------------------------------------------
+
+/// A source that serves pieces of at most `piece` elements, copied into a buffer of its own (so
+/// that reading outside the piece is caught by ASan), and records where each read started.
+class small_pieces final : public rt::array_source {
+ public:
+  small_pieces(const rt::array_view& a, std::int64_t piece)
+      : array_source(a.type, a.count), data_(static_cast<const std::byte*>(a.data)), piece_(piece) {}
+  std::int64_t piece_elements() const override { return piece_; }
+  const void* read(std::int64_t first, std::int64_t n) override {
+    EXPECT_GE(first, last_) << "pieces go front to back";
+    EXPECT_LE(first + n, count());
+    last_ = first;
+    reads.push_back(first + n);
+    const std::size_t size = rt::size_of(type());
+    buffer_.assign(data_ + first * std::int64_t(size), data_ + (first + n) * std::int64_t(size));
+    return buffer_.data();
+  }
+  std::vector<std::int64_t> reads;  // where each piece ended
+
+ private:
+  const std::byte* data_;
+  std::int64_t piece_, last_ = 0;
+  std::vector<std::byte> buffer_;
+};
+
+/// A sink that keeps the outputs and how many pieces had been read when each batch came.
+class recording_sink final : public rt::output_sink {
+ public:
+  recording_sink(rt::dtype type, const small_pieces* in) : size_(rt::size_of(type)), in_(in) {}
+  void write(const void* values, std::int64_t n) override {
+    const auto* p = static_cast<const std::byte*>(values);
+    bytes.insert(bytes.end(), p, p + n * std::int64_t(size_));
+    pieces_read_at_write.push_back(in_ ? in_->reads.size() : 0);
+  }
+  std::vector<std::byte> bytes;
+  std::vector<std::size_t> pieces_read_at_write;
+
+ private:
+  std::size_t size_;
+  const small_pieces* in_;
+};
+
+/// The job on the array in memory, and on the same array read `piece` elements at a time: the
+/// same outputs, bit for bit.
+template <class T>
+void expect_pieces_give_the_whole_answer(const std::vector<T>& v, rt::reduce_job job, std::int64_t piece,
+                                         const std::string& what) {
+  job.input = rt::array_view{rt::dtype_of<T>(), v.data(), std::int64_t(v.size())};
+  const auto type = rt::output_dtype(job);
+  const auto count = rt::output_count(job);
+  std::vector<std::byte> whole(std::size_t(count) * rt::size_of(type), std::byte{0xA5});
+  rt::reduce(job, rt::output_view{type, whole.data(), count}, on(rt::backend::cpu));
+  small_pieces in(job.input, piece);
+  recording_sink out(type, &in);
+  rt::execution exec = on(rt::backend::cpu);
+  std::int64_t last_done = 0;
+  exec.progress = [&](std::int64_t done, std::int64_t total) {
+    EXPECT_EQ(total, std::int64_t(v.size()));
+    EXPECT_GE(done, last_done);
+    last_done = done;
+  };
+  rt::reduce(job, in, out, exec);
+  ASSERT_EQ(out.bytes.size(), whole.size()) << what;
+  EXPECT_EQ(std::memcmp(out.bytes.data(), whole.data(), whole.size()), 0) << what << ", pieces of " << piece;
+  if (job.shape != rt::shape_kind::offsets) {
+    EXPECT_EQ(last_done, std::int64_t(v.size())) << what << ": progress to the end";
+  }
+}
+
+TEST(RuntimeSources, PiecesGiveTheWholeAnswerForEveryShape) {
+  const auto f = random_values<float>(10007, seed_for("runtime pieces float"));
+  const auto i = random_values<std::int32_t>(10007, seed_for("runtime pieces int32"));
+  const std::vector<std::int64_t> offsets{3, 3, 100, 5000, 5001, 9999};
+  for (std::int64_t piece : {128, 1000, 4096, 20000}) {
+    for (const rt::op_kind op : {rt::op_kind::sum, rt::op_kind::max, rt::op_kind::argmin, rt::op_kind::prod}) {
+      const auto& data = i;  // (integer sums and products wrap exactly in any order)
+      rt::reduce_job job;
+      job.op = op;
+      expect_pieces_give_the_whole_answer(data, job, piece, "whole int32");
+      if (op != rt::op_kind::prod) expect_pieces_give_the_whole_answer(f, job, piece, "whole float");
+      job.shape = rt::shape_kind::window;
+      for (std::int64_t w : {1, 3, 33, 777}) {
+        job.length = w;
+        expect_pieces_give_the_whole_answer(data, job, piece, "window " + std::to_string(w));
+      }
+      job.shape = rt::shape_kind::offsets;
+      job.segments = std::int64_t(offsets.size()) - 1;
+      job.offsets = offsets.data();
+      expect_pieces_give_the_whole_answer(f, job, piece, "offsets float");
+      expect_pieces_give_the_whole_answer(data, job, piece, "offsets int32");
+      const std::int64_t shape[3] = {10007, 1, 1};
+      for (std::int64_t axis : {0, 1, 2}) {
+        const rt::array_view view{rt::dtype::float32, f.data(), 10007};
+        job = rt::axis_job(view, op, shape, axis);
+        if (op != rt::op_kind::prod) expect_pieces_give_the_whole_answer(f, job, piece, "axis " + std::to_string(axis));
+      }
+    }
+  }
+}
+
+TEST(RuntimeSources, WindowOutputsComeBeforeTheInputEnds) {
+  const auto v = random_values<float>(100000, seed_for("runtime window stream"));
+  rt::reduce_job job;
+  job.input = rt::array_view{rt::dtype::float32, v.data(), std::int64_t(v.size())};
+  job.op = rt::op_kind::max;
+  job.shape = rt::shape_kind::window;
+  job.length = 100;
+  small_pieces in(job.input, 10000);
+  recording_sink out(rt::dtype::float32, &in);
+  rt::reduce(job, in, out, on(rt::backend::cpu));
+  ASSERT_GT(out.pieces_read_at_write.size(), 5u);
+  EXPECT_EQ(out.pieces_read_at_write.front(), 1u) << "the first piece's windows are written before the second is read";
+}
+
+TEST(RuntimeAxis, EveryAxisOfAThreeDimensionalArray) {
+  // (o, k, i) = (3, 5, 4), values chosen so that sums are exact; compared with loops written here.
+  const std::int64_t shape[3] = {3, 5, 4};
+  std::vector<std::int32_t> v(60);
+  for (int x = 0; x < 60; ++x) v[std::size_t(x)] = (x * 37) % 23 - 11;
+  const auto at = [&](std::int64_t a, std::int64_t b, std::int64_t c) { return v[std::size_t((a * 5 + b) * 4 + c)]; };
+  for (std::int64_t axis = -3; axis < 3; ++axis) {
+    const std::int64_t a = axis < 0 ? axis + 3 : axis;
+    for (const rt::op_kind op : {rt::op_kind::sum, rt::op_kind::min, rt::op_kind::argmax}) {
+      const rt::reduce_job job = rt::axis_job(rt::array_view{rt::dtype::int32, v.data(), 60}, op, shape, axis);
+      const auto count = rt::output_count(job);
+      ASSERT_EQ(count, 60 / shape[a]);
+      std::vector<std::int64_t> out(std::size_t(count), -99);  // sum: int64; min: int32 (read below); argmax: int64
+      std::vector<std::int32_t> out32(std::size_t(count), -99);
+      if (op == rt::op_kind::min) rt::reduce(job, rt::output_view{rt::dtype::int32, out32.data(), count}, on(rt::backend::cpu));
+      else rt::reduce(job, rt::output_view{rt::dtype::int64, out.data(), count}, on(rt::backend::cpu));
+      std::int64_t index = 0;  // the kept axes, in order
+      for (std::int64_t p = 0; p < (a == 0 ? 5 : 3); ++p)
+        for (std::int64_t q = 0; q < (a == 2 ? 5 : 4); ++q, ++index) {
+          std::int64_t sum = 0, best_at = 0;
+          std::int32_t low = INT32_MAX, high = INT32_MIN;
+          for (std::int64_t k = 0; k < shape[a]; ++k) {
+            const std::int32_t x = a == 0 ? at(k, p, q) : a == 1 ? at(p, k, q) : at(p, q, k);
+            sum += x;
+            low = std::min(low, x);
+            if (x > high) high = x, best_at = k;
+          }
+          const std::string where = "axis " + std::to_string(axis) + " output " + std::to_string(index);
+          const std::int64_t got = op == rt::op_kind::min ? out32[std::size_t(index)] : out[std::size_t(index)];
+          const std::int64_t want = op == rt::op_kind::sum ? sum : op == rt::op_kind::min ? low : best_at;
+          EXPECT_EQ(got, want) << where << " op " << rt::name_of(op);
+        }
+    }
+  }
+  EXPECT_THROW(rt::axis_job(rt::array_view{rt::dtype::int32, v.data(), 60}, rt::op_kind::sum, shape, 3),
+               std::invalid_argument);
+  EXPECT_THROW(rt::axis_job(rt::array_view{rt::dtype::int32, v.data(), 60}, rt::op_kind::sum, shape, -4),
+               std::invalid_argument);
+  EXPECT_THROW(rt::axis_job(rt::array_view{rt::dtype::int32, v.data(), 59}, rt::op_kind::sum, shape, 0),
+               std::invalid_argument);
+}
+
+TEST(RuntimePairwise, ParallelAndPiecewiseSumsAreTheSerialOnesBitForBit) {
+  const auto seed = seed_for("runtime pairwise");
+  std::mt19937_64 g(seed);
+  std::normal_distribution<float> normal;
+  std::vector<float> v(3000017);
+  for (auto& x : v) x = normal(g) * 1000.0f;
+  namespace pw = multireduce::runtime::pairwise;
+  for (std::int64_t n : {0, 1, 7, 8, 127, 128, 129, 1000, 65536, 1000003, 3000017}) {
+    const float serial = pw::serial<float>(v.data(), n);
+    EXPECT_EQ(pw::parallel<float>(v.data(), n), serial) << n;
+    for (std::int64_t piece : {128, 4096, 100000}) {
+      const float pieces = pw::over_pieces<float>(0, n, piece, [&](std::int64_t first, std::int64_t count) {
+        return pw::serial<float>(v.data() + first, count);
+      });
+      EXPECT_EQ(pieces, serial) << n << " in pieces of " << piece;
+    }
+  }
+  // Pairwise loses far less than one sum after another: [1e8] + 1000 ones (exact: 100001000).
+  std::vector<float> ones(1001, 1.0f);
+  ones[0] = 1e8f;
+  EXPECT_EQ(pw::serial<float>(ones.data(), 1001), 100000992.0f);  // what NumPy gives
+  float sequential = 0;
+  for (float x : ones) sequential += x;
+  EXPECT_EQ(sequential, 1e8f);  // every 1 is lost
+}
+
+TEST(RuntimeStatistics, Int64SumsWrapAsNumPysDo) {
+  // Sums past 2^63 wrap (unsigned arithmetic inside: no signed overflow, which UBSan would report).
+  // Pieces of 128 elements each sum to INT64_MAX / 2: merging the third overflows int64.
+  std::vector<std::int64_t> v(512, INT64_MAX / 256);
+  v[7] = INT64_MIN;
+  v.push_back(INT64_MAX);
+  std::uint64_t want = 0;
+  for (auto x : v) want += static_cast<std::uint64_t>(x);
+  for (rt::backend b : {rt::backend::cpu, rt::backend::cuda}) {
+    if (b == rt::backend::cuda && !gpu_here()) continue;
+    rt::any_statistics any;
+    rt::statistics(rt::array_view{rt::dtype::int64, v.data(), std::int64_t(v.size())}, any, on(b));
+    EXPECT_EQ(static_cast<std::uint64_t>(std::get<multireduce::statistics<std::int64_t>>(any).sum), want);
+    // Merged from pieces (the CPU merges statistics of pieces in order).
+    small_pieces in(rt::array_view{rt::dtype::int64, v.data(), std::int64_t(v.size())}, 128);
+    rt::statistics(in, any, on(b));
+    EXPECT_EQ(static_cast<std::uint64_t>(std::get<multireduce::statistics<std::int64_t>>(any).sum), want);
+  }
 }
 
 TEST(RuntimeTrace, ThePapersFigureOne) {

@@ -1,0 +1,215 @@
+// npy/input_file.cpp -- see input_file.hpp.
+#include "npy/input_file.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+namespace multireduce::npy {
+namespace {
+
+[[noreturn]] void fail(const std::string& name, const std::string& what) { throw error(name + ": " + what); }
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+/// Reads up to `n` bytes (fewer only at the end of the file). Throws error on a read error.
+std::size_t read_up_to(int fd, std::byte* to, std::size_t n, const std::string& name) {
+  std::size_t done = 0;
+  while (done < n) {
+    const ::ssize_t got = ::read(fd, to + done, n - done);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) fail(name, "read error: " + errno_text(errno));
+    if (got == 0) break;
+    done += static_cast<std::size_t>(got);
+  }
+  return done;
+}
+
+void swap_elements(std::byte* data, std::size_t bytes, std::size_t size) {
+  if (size == 1) return;
+  for (std::size_t i = 0; i + size <= bytes; i += size) std::reverse(data + i, data + i + size);
+}
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+std::size_t page_size() {
+  static const auto size = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  return size;
+}
+
+}  // namespace
+
+std::unique_ptr<input_file> input_file::open(const std::string& path) {
+  const bool standard_input = path == "-";
+  const std::string name = standard_input ? "standard input" : path;
+  int fd = 0;
+  if (!standard_input) {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      const int e = errno;
+      if (e == ENOENT) fail(name, "no such file");
+      fail(name, "cannot open: " + errno_text(e));
+    }
+  }
+  struct closer {
+    int fd;
+    bool own;
+    ~closer() {
+      if (own && fd >= 0) ::close(fd);
+    }
+  } guard{fd, !standard_input};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) fail(name, "cannot stat: " + errno_text(errno));
+  if (S_ISDIR(st.st_mode)) fail(name, "is a directory, not a .npy file");
+
+  // The header: its fixed prefix, then exactly the length it gives.
+  std::vector<std::byte> bytes(header_prefix_bytes);
+  bytes.resize(read_up_to(fd, bytes.data(), bytes.size(), name));
+  const std::size_t total = header_size(bytes, name);
+  const std::size_t have = bytes.size();
+  if (total > have) {
+    bytes.resize(total);
+    bytes.resize(have + read_up_to(fd, bytes.data() + have, total - have, name));
+  }
+  header h = parse_header(bytes, name);  // a short read reports the truncated header
+
+  const bool regular = S_ISREG(st.st_mode);
+  auto file = std::unique_ptr<input_file>(
+      new input_file(name, fd, !standard_input, std::move(h), regular,
+                     {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)}));
+  guard.own = false;  // the input_file closes it now
+  if (regular) file->map_regular(static_cast<std::uint64_t>(st.st_size));
+  return file;
+}
+
+input_file::input_file(std::string path, int fd, bool own_fd, header h, bool regular, file_identity id)
+    : array_source(h.type, h.count()),
+      path_(std::move(path)),
+      fd_(fd),
+      own_fd_(own_fd),
+      header_(std::move(h)),
+      regular_(regular),
+      identity_(id),
+      element_size_(size_of(header_.type)) {}
+
+input_file::~input_file() {
+  if (map_ != nullptr) ::munmap(const_cast<std::byte*>(map_), map_bytes_);
+  if (own_fd_ && fd_ >= 0) ::close(fd_);
+}
+
+void input_file::map_regular(std::uint64_t file_size) {
+  const auto needed = static_cast<std::uint64_t>(header_.data_bytes());
+  const std::uint64_t available = file_size - std::min<std::uint64_t>(file_size, header_.data_offset);
+  const std::string what = "shape " + shape_text(header_.shape) + " of " + std::string(name_of(header_.type));
+  if (needed > available)
+    fail(path_, "truncated data: " + what + " needs " + std::to_string(needed) + " bytes, only " +
+                    std::to_string(available) + " follow the header");
+  if (needed < available)
+    fail(path_, std::to_string(available - needed) + " unexpected bytes after the data (" + what + " needs " +
+                    std::to_string(needed) + " bytes)");
+  if (needed == 0) return;
+  map_bytes_ = static_cast<std::size_t>(file_size);
+  void* p = ::mmap(nullptr, map_bytes_, PROT_READ, MAP_SHARED, fd_, 0);
+  if (p == MAP_FAILED) fail(path_, "cannot map the file: " + errno_text(errno));
+  map_ = static_cast<const std::byte*>(p);
+  ::madvise(p, map_bytes_, MADV_SEQUENTIAL);
+}
+
+std::int64_t input_file::piece_elements() const {
+  return std::max<std::int64_t>(1, input_piece_bytes / static_cast<std::int64_t>(element_size_));
+}
+
+const void* input_file::read(std::int64_t first, std::int64_t n) {
+  if (first < last_first_ || n < 0 || first > count() || n > count() - first)
+    throw std::logic_error("npy::input_file: pieces must be read front to back within the array");
+  last_first_ = first;
+  if (n == 0) return buffer_.data();
+  return map_ != nullptr ? read_mapped(first, n) : read_stream(first, n);
+}
+
+const void* input_file::read_mapped(std::int64_t first, std::int64_t n) {
+  const std::size_t page = page_size();
+  const std::size_t begin = header_.data_offset + std::size_t(first) * element_size_;
+  const std::size_t end = begin + std::size_t(n) * element_size_;
+  // Give back the pages before this piece (they are the file's: dropping them costs nothing but a
+  // fault should they be read again, which they are not), then map this piece's pages in one call.
+  const std::size_t keep_from = begin / page * page;
+  if (keep_from > released_) {
+    ::madvise(const_cast<std::byte*>(map_) + released_, keep_from - released_, MADV_DONTNEED);
+    released_ = keep_from;
+  }
+#ifdef MADV_POPULATE_READ
+  if (::madvise(const_cast<std::byte*>(map_) + keep_from, end - keep_from, MADV_POPULATE_READ) != 0)
+    ::madvise(const_cast<std::byte*>(map_) + keep_from, end - keep_from, MADV_WILLNEED);
+#else
+  ::madvise(const_cast<std::byte*>(map_) + keep_from, end - keep_from, MADV_WILLNEED);
+#endif
+  const std::byte* p = map_ + begin;
+  if (!header_.swap && reinterpret_cast<std::uintptr_t>(p) % element_size_ == 0) return p;
+  buffer_.assign(p, p + (end - begin));  // converted copies: the other byte order, or misaligned
+  if (header_.swap) swap_elements(buffer_.data(), buffer_.size(), element_size_);
+  return buffer_.data();
+}
+
+const void* input_file::read_stream(std::int64_t first, std::int64_t n) {
+  // Keep what is at or after `first` (skipping what lies before it unread), then read up to
+  // first + n: never a byte past the data.
+  const std::int64_t drop = std::min(first - buffer_first_, buffer_count_);
+  if (drop > 0) {
+    std::memmove(buffer_.data(), buffer_.data() + std::size_t(drop) * element_size_,
+                 std::size_t(buffer_count_ - drop) * element_size_);
+    buffer_count_ -= drop;
+  }
+  for (std::int64_t skip = first - (buffer_first_ + drop); skip > 0;) {
+    std::byte scratch[1 << 16];
+    const std::int64_t step = std::min<std::int64_t>(skip, std::int64_t(sizeof scratch / element_size_));
+    const std::size_t want = std::size_t(step) * element_size_;
+    if (read_up_to(fd_, scratch, want, path_) < want)
+      fail(path_, "truncated data: the input ended before element " + std::to_string(first));
+    skip -= step;
+  }
+  buffer_first_ = first;
+  const std::int64_t missing = first + n - (buffer_first_ + buffer_count_);
+  if (missing > 0) {
+    buffer_.resize(std::size_t(n) * element_size_);
+    std::byte* to = buffer_.data() + std::size_t(buffer_count_) * element_size_;
+    const std::size_t want = std::size_t(missing) * element_size_;
+    const std::size_t got = read_up_to(fd_, to, want, path_);
+    if (got < want) {
+      const std::uint64_t read_so_far = std::uint64_t(first + buffer_count_) * element_size_ + got;
+      fail(path_, "truncated data: shape " + shape_text(header_.shape) + " of " + std::string(name_of(header_.type)) +
+                      " needs " + std::to_string(header_.data_bytes()) + " bytes, the input ended after " +
+                      std::to_string(read_so_far));
+    }
+    if (header_.swap) swap_elements(to, want, element_size_);
+    buffer_count_ += missing;
+  }
+  return buffer_.data();
+}
+
+array input_file::read_all() {
+  array a;
+  a.type = header_.type;
+  a.shape = header_.shape;
+  const std::int64_t n = count();
+  const auto* p = static_cast<const std::byte*>(read(0, n));
+  a.data.assign(p, p + std::size_t(n) * element_size_);
+  if (header_.fortran_order) a.data = fortran_to_c_order(a.data, a.shape, element_size_);
+  return a;
+}
+
+array read(const std::filesystem::path& path) { return input_file::open(path.string())->read_all(); }
+
+}  // namespace multireduce::npy
