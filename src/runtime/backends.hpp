@@ -29,5 +29,10 @@ void cuda_reduce(const reduce_job& job, array_source& in, output_sink& out, cons
 void cuda_statistics(const array_view& in, any_statistics& out, const execution& exec, report& r);
 void cuda_statistics(array_source& in, any_statistics& out, const execution& exec, report& r);
 void cuda_knn(const knn_job& job, knn_result& out, const execution& exec, report& r);
+/// Arrays and outputs in GPU memory: queued on exec.stream, not waited for.
+void cuda_statistics(const array_view& in, const output_view& out, const execution& exec, report& r);
+void cuda_knn(const knn_device_job& job, const execution& exec, report& r);
+/// Copies `bytes` bytes of host memory to `out` (host memory, or GPU memory: a CUDA copy).
+void write_bytes(const output_view& out, const void* from, std::size_t bytes, const execution& exec);
 
 }  // namespace multireduce::runtime::backends

@@ -13,7 +13,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -58,10 +61,16 @@ void on_device(int device, const char* what, F&& body) {
   }
 }
 
+/// The GPU's name, read once per device (cudaGetDeviceProperties takes about 100 us, as long as a
+/// small job itself) and kept in a table that a mutex guards: calls from many threads are safe.
 std::string device_name(int device) {
+  static std::mutex guard;
+  static std::map<int, std::string> names;
+  std::lock_guard<std::mutex> lock(guard);
+  if (auto it = names.find(device); it != names.end()) return it->second;
   cudaDeviceProp p{};
   check(cudaGetDeviceProperties(&p, device), "reading the device's name");
-  return p.name;
+  return names[device] = p.name;
 }
 
 /// "" when `device` exists; else why not.
@@ -280,6 +289,166 @@ void shaped_reduce(const reduce_job& job, array_source& in, output_sink& out, mc
   });
 }
 
+
+// ---- arrays and outputs in GPU memory: queued on the stream, never waited for --------------------
+
+/// The temporary storage of queued jobs: one stream-ordered memory pool per GPU, made on first use
+/// and kept (in a table that a mutex guards) for the process's life.
+struct temporary_pool_tuning {
+  /// Bytes a pool keeps between calls instead of handing them back to the driver at every
+  /// synchronisation, as the device's default pool does (release threshold 0). Measured on the
+  /// H200 (python/benchmarks/peers.py, CUDA events around one call, 2026-11-24): with the default
+  /// pool a 2^14-float sum took 73 us and a 2^26-float segmented sum 188 us, 60-130 us of it
+  /// mapping memory again; the library's own temporary storage is at most a few MiB but the
+  /// matcher's grows with the queries, hence a generous bound.
+  static constexpr std::uint64_t keep_bytes = 256ull << 20;
+};
+
+cudaMemPool_t temporary_pool(int device) {
+  static std::mutex guard;
+  static std::map<int, cudaMemPool_t> pools;
+  std::lock_guard<std::mutex> lock(guard);
+  if (auto it = pools.find(device); it != pools.end()) return it->second;
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.handleTypes = cudaMemHandleTypeNone;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = device;
+  cudaMemPool_t pool = nullptr;
+  mc::check(cudaMemPoolCreate(&pool, &props), "creating the temporary storage pool");
+  std::uint64_t keep = temporary_pool_tuning::keep_bytes;
+  mc::check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "creating the temporary storage pool");
+  return pools[device] = pool;
+}
+
+/// Device memory from the current GPU's temporary pool, freed in stream order: unlike cudaFree,
+/// neither waits for the device.
+class stream_storage {
+ public:
+  stream_storage(std::size_t bytes, cudaStream_t stream) : stream_(stream) {
+    int device = 0;
+    mc::check(cudaGetDevice(&device), "allocating temporary storage");
+    mc::check(cudaMallocFromPoolAsync(&data_, bytes > 0 ? bytes : 1, temporary_pool(device), stream),
+              "allocating temporary storage");
+  }
+  ~stream_storage() { cudaFreeAsync(data_, stream_); }
+  stream_storage(const stream_storage&) = delete;
+  stream_storage& operator=(const stream_storage&) = delete;
+  void* get() const { return data_; }
+
+ private:
+  void* data_ = nullptr;
+  cudaStream_t stream_;
+};
+
+/// Runs a CUB-style call (the query, then the run) in stream-ordered temporary storage.
+template <class Algorithm>
+void run_queued(const char* what, cudaStream_t stream, Algorithm&& algorithm) {
+  std::size_t bytes = 0;
+  mc::check(algorithm(nullptr, bytes), what);
+  stream_storage temp(bytes, stream);
+  mc::check(algorithm(temp.get(), bytes), what);
+}
+
+/// Marks in *first_bad the smallest s whose offset breaks the rules: o[0] < 0, o[s] < o[s - 1], or
+/// o[segments] > n.
+__global__ void find_bad_offset_kernel(const std::int64_t* o, std::int64_t segments, std::int64_t n,
+                                       unsigned long long* first_bad) {
+  for (std::int64_t s = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; s <= segments;
+       s += std::int64_t(gridDim.x) * blockDim.x) {
+    const bool bad = (s == 0 ? o[0] < 0 : o[s] < o[s - 1]) || (s == segments && o[s] > n);
+    if (bad) atomicMin(first_bad, static_cast<unsigned long long>(s));
+  }
+}
+
+/// Checks offsets in GPU memory as validate() checks host offsets, with the same messages: one
+/// kernel, then its verdict (and, when it is bad, the two offsets it names) read back.
+void check_offsets_on_gpu(const std::int64_t* o, std::int64_t segments, std::int64_t n, cudaStream_t stream) {
+  stream_storage verdict(sizeof(unsigned long long), stream);
+  auto* first_bad = static_cast<unsigned long long*>(verdict.get());
+  mc::check(cudaMemsetAsync(first_bad, 0xff, sizeof(unsigned long long), stream), "checking the offsets");
+  const int threads = 256;
+  const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((segments + threads) / threads, 4096));
+  mc::check(mc::launch(find_bad_offset_kernel, blocks, threads, 0, stream, o, segments, n, first_bad),
+            "checking the offsets");
+  unsigned long long bad = 0;
+  mc::check(cudaMemcpyAsync(&bad, first_bad, sizeof bad, cudaMemcpyDeviceToHost, stream), "checking the offsets");
+  mc::check(cudaStreamSynchronize(stream), "checking the offsets");
+  if (bad == ~0ull) return;
+  const auto s = static_cast<std::int64_t>(bad);
+  std::int64_t pair[2] = {0, 0};  // o[s - 1], o[s]
+  mc::check(cudaMemcpy(pair + (s == 0), o + s - (s > 0), sizeof(std::int64_t) * (s == 0 ? 1 : 2), cudaMemcpyDeviceToHost),
+            "reading the offsets");
+  const std::string at = "offsets[" + std::to_string(s) + "] = " + std::to_string(pair[1]);
+  if (s == 0) throw std::invalid_argument(at + " is negative");
+  if (pair[1] < pair[0])
+    throw std::invalid_argument("offsets must be non-decreasing, but offsets[" + std::to_string(s - 1) + "] = " +
+                                std::to_string(pair[0]) + " > " + at);
+  throw std::invalid_argument(at + " is past the end of the input (" + std::to_string(n) + " elements)");
+}
+
+/// A whole-array job, input and output in GPU memory.
+template <class T>
+void whole_reduce_queued(const reduce_job& job, const output_view& out, cudaStream_t stream) {
+  const T* d = static_cast<const T*>(job.input.data);
+  const std::int64_t n = job.input.count;
+  if (info(job.op).positional) {  // {value, index} in temporary storage; the index is the output
+    stream_storage pair(sizeof(key_value<T>), stream);
+    auto* found = static_cast<key_value<T>*>(pair.get());
+    run_queued("reduce", stream, [&](void* t, std::size_t& b) {
+      return job.op == op_kind::argmin ? mc::argmin(t, b, d, found, n, stream) : mc::argmax(t, b, d, found, n, stream);
+    });
+    mc::check(cudaMemcpyAsync(out.data, &found->index, sizeof(std::int64_t), cudaMemcpyDeviceToDevice, stream),
+              "writing the result");
+    return;
+  }
+  visit_value_op<T>(job.op, [&](auto op, auto init) {
+    using Acc = decltype(init);
+    run_queued("reduce", stream,
+               [&](void* t, std::size_t& b) { return mc::reduce(t, b, d, static_cast<Acc*>(out.data), n, op, init, stream); });
+  });
+}
+
+/// A segmented or window job, input, offsets and outputs in GPU memory (host offsets are uploaded).
+template <class T>
+void shaped_reduce_queued(const reduce_job& job, const output_view& out, cudaStream_t stream) {
+  if constexpr (shaped_type<T>) {
+    visit_value_op<T, shaped_ops>(job.op, [&](auto op, auto init) {
+      using Acc = decltype(init);
+      const T* in = static_cast<const T*>(job.input.data);
+      Acc* result = static_cast<Acc*>(out.data);
+      const std::int64_t n = job.input.count;
+      if (job.shape == shape_kind::offsets) {
+        const std::size_t offset_bytes = sizeof(std::int64_t) * std::size_t(job.segments + 1);
+        std::optional<stream_storage> uploaded;
+        const std::int64_t* o = job.offsets;
+        if (job.offsets_where == memory::host) {
+          uploaded.emplace(offset_bytes, stream);
+          mc::check(cudaMemcpyAsync(uploaded->get(), job.offsets, offset_bytes, cudaMemcpyHostToDevice, stream),
+                    "uploading the offsets");
+          o = static_cast<const std::int64_t*>(uploaded->get());
+        } else {
+          check_offsets_on_gpu(o, job.segments, n, stream);
+        }
+        run_queued("segmented reduce", stream, [&](void* t, std::size_t& b) {
+          return mc::segmented_reduce(t, b, in, n, result, job.segments, o, o + 1, op, init, stream);
+        });
+      } else if (job.shape == shape_kind::fixed_segments) {
+        run_queued("segmented reduce", stream, [&](void* t, std::size_t& b) {
+          return mc::fixed_segmented_reduce(t, b, in, result, job.segments, job.length, op, init, stream);
+        });
+      } else {
+        run_queued("window reduce", stream, [&](void* t, std::size_t& b) {
+          return mc::window_reduce(t, b, in, n, job.length, result, op, init, stream);
+        });
+      }
+    });
+  } else {
+    throw unsupported_error(
+        "cuda", "the GPU runs no segmented or window reductions of " + std::string(name_of(dtype_of<T>())));
+  }
+}
+
 }  // namespace
 
 int cuda_device_count() {
@@ -349,6 +518,13 @@ void reduce_on_gpu(const reduce_job& job, const execution& exec, report& r, Whol
 }  // namespace
 
 void cuda_reduce(const reduce_job& job, const output_view& out, const execution& exec, report& r) {
+  if (job.input.where == memory::cuda && out.where == memory::cuda) {
+    r.bytes_read = job.input.count * std::int64_t(size_of(job.input.type));
+    return reduce_on_gpu(
+        job, exec, r,
+        [&](auto element, mc::workspace& ws) { whole_reduce_queued<decltype(element)>(job, out, ws.stream()); },
+        [&](auto element, mc::workspace& ws) { shaped_reduce_queued<decltype(element)>(job, out, ws.stream()); });
+  }
   reduce_on_gpu(
       job, exec, r,
       [&](auto element, mc::workspace& ws) { whole_reduce_on_device<decltype(element)>(job, out, ws, r); },
@@ -410,6 +586,52 @@ void cuda_statistics(array_source& in, any_statistics& out, const execution& exe
         out = parts.empty() ? statistics_accumulator<T>{}.result() : merged<T>(parts);
       }
     });
+  });
+}
+
+void cuda_statistics(const array_view& in, const output_view& out, const execution& exec, report& r) {
+  on_gpu_of(exec, "statistics", r, [&](mc::workspace& ws) {
+    const cudaStream_t stream = ws.stream();
+    visit(in.type, [&](auto element) {
+      using T = decltype(element);
+      if constexpr (std::is_same_v<T, float16_bits>) {
+        throw unsupported_error("cuda", "the GPU statistics take no float16");
+      } else {
+        auto* d = static_cast<multireduce::statistics<T>*>(out.data);
+        if (in.count == 0) {  // pageable host memory: staged before the call returns
+          const multireduce::statistics<T> empty = statistics_accumulator<T>{}.result();
+          mc::check(cudaMemcpyAsync(d, &empty, sizeof empty, cudaMemcpyHostToDevice, stream), "writing the result");
+          return;
+        }
+        const T* x = static_cast<const T*>(in.data);
+        run_queued("statistics", stream,
+                   [&](void* t, std::size_t& b) { return mc::statistics(t, b, x, d, in.count, stream); });
+        r.bytes_read = in.count * std::int64_t(sizeof(T));
+      }
+    });
+  });
+}
+
+void cuda_knn(const knn_device_job& job, const execution& exec, report& r) {
+  on_gpu_of(exec, "matching", r, [&](mc::workspace& ws) {
+    const cudaStream_t stream = ws.stream();
+    run_queued("matching", stream, [&](void* t, std::size_t& b) {
+      return mc::knn_hamming(t, b, job.query, job.queries, job.train, job.trains, job.bytes, job.k, job.idx, job.dist,
+                             mc::match_path::automatic, stream);
+    });
+    r.bytes_read = (job.queries + job.trains) * job.bytes;
+    r.bytes_written = 2 * job.queries * job.k * 4;
+  });
+}
+
+void write_bytes(const output_view& out, const void* from, std::size_t bytes, const execution& exec) {
+  if (out.where == memory::host) {
+    std::memcpy(out.data, from, bytes);
+    return;
+  }
+  on_device(exec.device, "writing the result", [&] {
+    mc::check(cudaMemcpyAsync(out.data, from, bytes, cudaMemcpyHostToDevice, stream_of(exec)), "writing the result");
+    mc::check(cudaStreamSynchronize(stream_of(exec)), "writing the result");
   });
 }
 

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <type_traits>
+#include <variant>
 
 #include <multireduce/match/match.hpp>
 
@@ -167,6 +169,8 @@ dtype output_dtype(const reduce_job& job) { return result_dtype(job.op, job.inpu
 
 void validate(const reduce_job& job) {
   if (job.input.count > 0 && job.input.data == nullptr) throw std::invalid_argument("the input's data pointer is null");
+  if (job.shape == shape_kind::offsets && job.offsets_where == memory::cuda && job.input.where != memory::cuda)
+    throw std::invalid_argument("offsets in GPU memory need the input in GPU memory too");
   validate_shape(job);
 }
 
@@ -205,6 +209,7 @@ void validate_shape(const reduce_job& job) {
       if (job.segments < 0) throw std::invalid_argument("the segment count must not be negative");
       const std::int64_t* o = job.offsets;
       if (o == nullptr) throw std::invalid_argument("offsets: none given (S + 1 offsets for S segments)");
+      if (job.offsets_where == memory::cuda) break;  // checked on the GPU (cuda_backend.cu)
       if (o[0] < 0) throw std::invalid_argument("offsets[0] = " + text(o[0]) + " is negative");
       for (std::int64_t s = 1; s <= job.segments; ++s)
         if (o[s] < o[s - 1])
@@ -296,6 +301,43 @@ report statistics(array_source& in, any_statistics& out, const execution& exec) 
   }
   timed_on_cpu(r, [&] { out = backends::cpu_statistics(in, exec); });
   r.bytes_read = in.count() * std::int64_t(size_of(in.type()));
+  return r;
+}
+
+std::size_t statistics_bytes(dtype type) {
+  return visit(type, [](auto element) -> std::size_t {
+    using T = decltype(element);
+    if constexpr (std::is_same_v<T, float16_bits>) return sizeof(multireduce::statistics<float>);
+    else return sizeof(multireduce::statistics<T>);
+  });
+}
+
+report statistics(const array_view& in, const output_view& out, const execution& exec) {
+  const auto bytes = static_cast<std::int64_t>(statistics_bytes(in.type));
+  if (out.type != dtype::uint8 || out.count != bytes || out.data == nullptr)
+    throw std::invalid_argument("the statistics of " + std::string(name_of(in.type)) + " need an output of " +
+                                text(bytes) + " bytes (uint8)");
+  if (in.where == memory::cuda && out.where == memory::cuda) {
+    if (in.count < 0) throw std::invalid_argument("the input has a negative element count (" + text(in.count) + ")");
+    require_gpu_for_device_memory(exec, backends::cuda_unsupported_reason_for_statistics(in.type, exec.device));
+    report r;
+    backends::cuda_statistics(in, out, exec, r);
+    return r;
+  }
+  any_statistics result;
+  report r = statistics(in, result, exec);
+  std::visit([&](const auto& s) { backends::write_bytes(out, &s, sizeof(s), exec); }, result);
+  return r;
+}
+
+report knn(const knn_device_job& job, const execution& exec) {
+  check_match_arguments(job.queries, job.trains, job.bytes, job.k);
+  if ((job.queries > 0 && (job.query == nullptr || job.idx == nullptr || job.dist == nullptr)) ||
+      (job.trains > 0 && job.train == nullptr))
+    throw std::invalid_argument("a null pointer among the search's arrays");
+  require_gpu_for_device_memory(exec, backends::cuda_unsupported_reason_for_knn(job.bytes, exec.device));
+  report r;
+  backends::cuda_knn(job, exec, r);
   return r;
 }
 

@@ -13,6 +13,11 @@
 // file, a pipe), and outputs go to an output_sink as they are produced: a job then holds one piece
 // (and one segment, window or row) at a time, on the CPU and through the GPU alike.
 //
+// Arrays in GPU memory with their outputs in GPU memory (the Python binding's device arrays) are
+// queued on exec.stream, temporary storage from the stream-ordered allocator, and the call returns
+// without waiting for them (report.seconds is then 0): nothing synchronises the device, except
+// the check of offsets in GPU memory, whose verdict (one integer) is read back.
+//
 // Errors: std::invalid_argument for arguments that cannot be right (negative sizes, W = 0,
 // decreasing offsets, ...), dtype_error for element types an operator does not take,
 // unsupported_error when the backend asked for cannot run the job, device_memory_error when the
@@ -96,7 +101,8 @@ struct reduce_job {
   std::int64_t length = 0;    ///< axis: the axis' length; fixed_segments: the segment length L; window: W >= 1
   std::int64_t segments = 0;  ///< axis: the product of the axes before it; fixed_segments, offsets: the outputs
   std::int64_t inner = 1;     ///< axis: the product of the axes after it
-  const std::int64_t* offsets = nullptr;  ///< offsets: segments + 1 host offsets; segment s is [o[s], o[s+1])
+  const std::int64_t* offsets = nullptr;  ///< offsets: segments + 1 offsets; segment s is [o[s], o[s+1])
+  memory offsets_where = memory::host;    ///< memory::cuda: on the input's GPU (device-memory jobs only)
 };
 
 /// The job that reduces axis `axis` (negative: counted from the end, as in NumPy) of the C-order
@@ -163,17 +169,26 @@ using any_statistics =
                  statistics<std::uint8_t>, statistics<std::uint16_t>, statistics<std::uint32_t>,
                  statistics<std::uint64_t>, statistics<float>, statistics<double>>;
 
-/// The k nearest training descriptors of every query (and, when `reverse`, every training
-/// descriptor's nearest query: the cross-check's other direction). Host rows of `bytes` bytes.
-struct knn_job {
+/// The descriptor sets of a k-NN search: `queries` and `trains` rows of `bytes` bytes, k neighbours.
+struct knn_sets {
   const std::uint8_t* query = nullptr;
   std::int64_t queries = 0;
   const std::uint8_t* train = nullptr;
   std::int64_t trains = 0;
   int bytes = 0;
   int k = 2;
+};
+/// The k nearest training descriptors of every query (and, when `reverse`, every training
+/// descriptor's nearest query: the cross-check's other direction). Host rows.
+struct knn_job : knn_sets {
   bool reverse = false;
   std::int64_t train_chunk = 0;  ///< > 0: stream the training set through the GPU this many rows at a time
+};
+/// The k nearest training descriptors of every query, everything in the memory of one GPU:
+/// idx and dist are queries x k int32 (-1 past the training set).
+struct knn_device_job : knn_sets {
+  std::int32_t* idx = nullptr;
+  std::int32_t* dist = nullptr;
 };
 struct knn_result {
   std::vector<std::int32_t> idx, dist;     ///< queries x k; -1 past the training set
@@ -229,8 +244,15 @@ report reduce(const reduce_job& job, array_source& in, output_sink& out, const e
 /// All statistics of an array in one pass.
 report statistics(const array_view& in, any_statistics& out, const execution& exec = {});
 report statistics(array_source& in, any_statistics& out, const execution& exec = {});
+/// The statistics of `in` as a multireduce::statistics<T> (T: in.type, float16 read as float)
+/// written to `out`, statistics_bytes(in.type) bytes (dtype uint8) in host or GPU memory.
+report statistics(const array_view& in, const output_view& out, const execution& exec = {});
+/// sizeof(multireduce::statistics<T>) for the statistics of an array of `type`.
+std::size_t statistics_bytes(dtype type);
 /// The k nearest neighbours by Hamming distance (the matcher's search; its rules are applied by
 /// multireduce::accept_matches).
 report knn(const knn_job& job, knn_result& out, const execution& exec = {});
+/// The same search with everything on the GPU exec.device (queued on exec.stream, not waited for).
+report knn(const knn_device_job& job, const execution& exec = {});
 
 }  // namespace multireduce::runtime

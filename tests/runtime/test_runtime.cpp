@@ -246,6 +246,26 @@ TEST(RuntimeStatistics, MatchesATwoPassReference) {
   }
 }
 
+TEST(RuntimeStatistics, AsBytesAreTheStruct) {
+  const std::vector<std::int32_t> v{5, -3, 9, 9, -3, 0, 7};
+  const rt::array_view in{rt::dtype::int32, v.data(), std::int64_t(v.size())};
+  ASSERT_EQ(rt::statistics_bytes(rt::dtype::int32), sizeof(multireduce::statistics<std::int32_t>));
+  ASSERT_EQ(rt::statistics_bytes(rt::dtype::float16), sizeof(multireduce::statistics<float>));
+  std::vector<std::uint8_t> bytes(rt::statistics_bytes(rt::dtype::int32), 0xA5);
+  rt::statistics(in, rt::output_view{rt::dtype::uint8, bytes.data(), std::int64_t(bytes.size())}, on(rt::backend::cpu, 0));
+  multireduce::statistics<std::int32_t> s{};
+  std::memcpy(&s, bytes.data(), sizeof s);
+  EXPECT_EQ(s.count, 7);
+  EXPECT_EQ(s.sum, 24);
+  EXPECT_EQ(s.min, -3);
+  EXPECT_EQ(s.argmin, 1);
+  EXPECT_EQ(s.max, 9);
+  EXPECT_EQ(s.argmax, 2);
+  EXPECT_DOUBLE_EQ(s.l1, 36.0);
+  std::vector<std::uint8_t> small(8);
+  EXPECT_THROW(rt::statistics(in, rt::output_view{rt::dtype::uint8, small.data(), 8}), std::invalid_argument);
+}
+
 TEST(RuntimeKnn, BothBackendsGiveTheBruteForce) {
   const std::uint64_t seed = seed_for("runtime knn");
   const int bytes = 32, k = 3;
@@ -256,7 +276,7 @@ TEST(RuntimeKnn, BothBackendsGiveTheBruteForce) {
   for (rt::backend b : {rt::backend::cpu, rt::backend::cuda}) {
     if (b == rt::backend::cuda && !gpu_here()) continue;
     for (std::int64_t chunk : {0, 100}) {
-      rt::knn_job job{q.data(), 300, t.data(), 700, bytes, k, true, chunk};
+      rt::knn_job job{{q.data(), 300, t.data(), 700, bytes, k}, true, chunk};
       rt::knn_result found;
       rt::knn(job, found, on(b, 0));
       EXPECT_EQ(found.idx, want_idx);
