@@ -1,0 +1,205 @@
+"""multireduce from Python against what Python users use instead (PyTorch, CuPy), on one GPU, in one
+process: each result is verified against the peer's before either is timed; times are medians of
+CUDA-event-timed runs after warm-up (per-call overheads: wall time over many back-to-back calls).
+
+    python python/benchmarks/peers.py [--json OUT.json] [--quick]
+
+The cases are those of issue 18 and ../shared/anchors.md ("Python peers"): eleven statistics of
+2^28 floats; 2M segments of 0..64 floats; a sliding max, W = 1000, over 2^26 floats; 65,536 x
+65,536 256-bit descriptors matched (k = 2); a whole-array sum of 2^14 floats (call overhead).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics as pystats
+import sys
+import time
+
+import numpy as np
+
+import multireduce as mr
+
+
+def event_median(fn, stream, runs=20, warmup=3):
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(runs):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record(stream)
+        fn()
+        stop.record(stream)
+        stop.synchronize()
+        times.append(start.elapsed_time(stop) * 1e3)  # us
+    return pystats.median(times)
+
+
+def call_overhead(fn, calls=2000):
+    import torch
+
+    for _ in range(50):
+        fn()
+    torch.cuda.synchronize()
+    best = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+        best.append((time.perf_counter() - t0) / calls * 1e6)
+    return pystats.median(best)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", help="write the figures here")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes (a smoke test)")
+    args = parser.parse_args()
+
+    import cupy
+    import torch
+
+    if not torch.cuda.is_available() or not mr.cuda_available():
+        print("peers: needs a GPU with PyTorch and multireduce's CUDA backend", file=sys.stderr)
+        return 1
+    dev = torch.device("cuda")
+    stream = torch.cuda.current_stream()
+    g = torch.Generator(device=dev).manual_seed(18)
+    rows = []
+
+    def row(case, peer, peer_us, ours_us, note=""):
+        rows.append(dict(case=case, peer=peer, peer_us=peer_us, multireduce_us=ours_us, speedup=peer_us / ours_us,
+                         note=note))
+        print(f"{case:<44} {peer:<34} {peer_us:>11.1f} us {ours_us:>10.1f} us {peer_us / ours_us:>8.1f}x  {note}")
+
+    print(f"peers on {torch.cuda.get_device_name()}, torch {torch.__version__}, cupy {cupy.__version__}, "
+          f"multireduce {mr.__version__}")
+    print(f"{'case':<44} {'peer':<34} {'peer':>14} {'multireduce':>13} {'speedup':>9}")
+
+    # 1. eleven statistics of 2^28 floats
+    n = 1 << (22 if args.quick else 28)
+    x = torch.randn(n, device=dev, generator=g)
+
+    def torch_stats():  # the anchor's calls: sum, var_mean, aminmax, argmin, argmax, abs-sum, norm
+        var, mean = torch.var_mean(x, unbiased=False)
+        lo, hi = torch.aminmax(x)
+        return x.sum(), mean, var, lo, x.argmin(), hi, x.argmax(), x.abs().sum(), x.norm()
+
+    ours = mr.statistics(x)
+    s, mean, var, lo, amin, hi, amax, l1, l2 = torch_stats()
+    assert int(ours.count) == n and int(ours.argmin) == int(amin) and int(ours.argmax) == int(amax)
+    assert float(ours.min) == float(lo) and float(ours.max) == float(hi)
+    for a, b in zip((ours.sum, ours.mean, ours.var, ours.l1, ours.l2), (s, mean, var, l1, l2)):
+        assert abs(float(a) - float(b)) <= 1e-3 * max(1.0, abs(float(b))), (float(a), float(b))
+    row(f"11 statistics of 2^{n.bit_length() - 1} float32", "torch, 7 calls", event_median(torch_stats, stream),
+        event_median(lambda: mr.statistics(x), stream))
+    xc = cupy.asarray(x)
+    row(f"11 statistics of 2^{n.bit_length() - 1} float32", "(the same, on a CuPy array)", event_median(torch_stats, stream),
+        event_median(lambda: mr.statistics(xc), stream))
+
+    # fixed-length segments of 2^26 floats
+    n = 1 << (20 if args.quick else 26)
+    x = torch.randn(n, device=dev, generator=g)
+    xc = cupy.asarray(x)
+    for length in (1, 4, 32, 1024):
+        want = x.view(-1, length).sum(1)
+        torch.testing.assert_close(mr.segmented_reduce(x, "sum", segment_length=length), want, rtol=1e-4, atol=1e-4)
+        ours_us = event_median(lambda: mr.segmented_reduce(x, "sum", segment_length=length), stream)
+        row(f"2^{n.bit_length() - 1} float32, segments of L = {length} (sum)", "x.view(-1, L).sum(1)",
+            event_median(lambda: x.view(-1, length).sum(1), stream), ours_us)
+        row(f"2^{n.bit_length() - 1} float32, segments of L = {length} (sum)", "cupy x.reshape(-1, L).sum(1)",
+            event_median(lambda: xc.reshape(-1, length).sum(1), stream),
+            event_median(lambda: mr.segmented_reduce(xc, "sum", segment_length=length), stream))
+
+    # 2. 2M segments of 0..64 floats
+    segments = (1 << 16) if args.quick else 2_000_000
+    lengths = torch.randint(0, 65, (segments,), device=dev, generator=g)
+    offsets = torch.zeros(segments + 1, dtype=torch.int64, device=dev)
+    offsets[1:] = torch.cumsum(lengths, 0)
+    total = int(offsets[-1])
+    data = torch.randn(total, device=dev, generator=g)
+    want = torch.segment_reduce(data, "sum", lengths=lengths, unsafe=True)
+    got = mr.segmented_reduce(data, "sum", offsets=offsets)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    row(f"{segments} segments of 0..64 float32 (sum)", "torch.segment_reduce",
+        event_median(lambda: torch.segment_reduce(data, "sum", lengths=lengths, unsafe=True), stream),
+        event_median(lambda: mr.segmented_reduce(data, "sum", offsets=offsets), stream),
+        "offsets checked on the GPU (one 8-byte read-back)")
+
+    # 3. sliding max, W = 3 / 32 / 1000, over 2^26 floats
+    n = 1 << (20 if args.quick else 26)
+    x = torch.randn(n, device=dev, generator=g)
+    xc = cupy.asarray(x)
+    from cupy.lib.stride_tricks import sliding_window_view
+
+    for w in (3, 32, 1000):
+        want = x.unfold(0, w, 1).amax(-1)
+        assert torch.equal(mr.window_reduce(x, w, "max"), want)
+        assert bool((mr.window_reduce(xc, w, "max") == sliding_window_view(xc, w).max(-1)).all())
+        row(f"sliding max W={w} over 2^{n.bit_length() - 1} float32", "x.unfold(0, W, 1).amax(-1)",
+            event_median(lambda: x.unfold(0, w, 1).amax(-1), stream, runs=10),
+            event_median(lambda: mr.window_reduce(x, w, "max"), stream))
+        row(f"sliding max W={w} over 2^{n.bit_length() - 1} float32", "cupy sliding_window_view().max(-1)",
+            event_median(lambda: sliding_window_view(xc, w).max(-1), stream, runs=5),
+            event_median(lambda: mr.window_reduce(xc, w, "max"), stream))
+
+    # 4. the matcher: 65,536 x 65,536 256-bit descriptors, k = 2
+    m = 8192 if args.quick else 65536
+    q = torch.randint(0, 256, (m, 32), dtype=torch.uint8, device=dev, generator=g)
+    t = torch.randint(0, 256, (m, 32), dtype=torch.uint8, device=dev, generator=g)
+    shifts = torch.arange(8, device=dev, dtype=torch.uint8)
+
+    def signs(d):  # bits as +-1 int8: hamming = (256 - <a, b>) / 2
+        bits = (d.unsqueeze(-1) >> shifts) & 1
+        return (bits.reshape(d.shape[0], -1).to(torch.int8) * 2 - 1).contiguous()
+
+    qs, ts_t = signs(q), signs(t).t().contiguous()
+
+    def torch_knn():
+        dists, idxs = [], []
+        for first in range(0, m, 8192):
+            dot = torch._int_mm(qs[first:first + 8192], ts_t)
+            top, idx = torch.topk(dot, 2, dim=1)
+            dists.append((256 - top) // 2)
+            idxs.append(idx)
+        return torch.cat(dists), torch.cat(idxs)
+
+    want_dist, _ = torch_knn()
+    dist, idx = mr.knn_hamming(q, t, 2)
+    assert torch.equal(dist, want_dist.to(torch.int32)), "distances differ from PyTorch's"
+    peer_us = event_median(torch_knn, stream, runs=5, warmup=1)
+    ours_us = event_median(lambda: mr.knn_hamming(q, t, 2), stream, runs=5, warmup=1)
+    comparisons = m * m
+    row(f"knn k=2, {m} x {m} 256-bit", "torch._int_mm + topk (int8 bits)", peer_us, ours_us,
+        f"{comparisons / peer_us / 1e6:.3f} vs {comparisons / ours_us / 1e6:.2f} T comparisons/s")
+
+    # 5. whole-array sums: event-timed around one call (the anchor's method), then the host cost
+    # of back-to-back calls at 2^14
+    for p in (14, 22, 28):
+        x = torch.randn(1 << p, device=dev, generator=g)
+        xc = cupy.asarray(x)
+        assert abs(float(mr.reduce(x)) - float(x.sum())) <= 1e-3 * max(1.0, abs(float(x.sum())))
+        row(f"sum of 2^{p} float32", "torch.sum", event_median(lambda: torch.sum(x), stream, runs=50),
+            event_median(lambda: mr.reduce(x), stream, runs=50))
+        row(f"sum of 2^{p} float32", "cupy.sum", event_median(lambda: cupy.sum(xc), stream, runs=50),
+            event_median(lambda: mr.reduce(xc), stream, runs=50))
+    x = torch.randn(1 << 14, device=dev, generator=g)
+    xc = cupy.asarray(x)
+    row("sum of 2^14 float32 (per call, back to back)", "torch.sum", call_overhead(lambda: torch.sum(x)),
+        call_overhead(lambda: mr.reduce(x)))
+    row("sum of 2^14 float32 (per call, back to back)", "cupy.sum", call_overhead(lambda: cupy.sum(xc)),
+        call_overhead(lambda: mr.reduce(xc)))
+
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, cupy=cupy.__version__,
+                           multireduce=mr.__version__, date=time.strftime("%Y-%m-%d"), rows=rows), f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""multireduce: fast GPU reductions -- one huge reduction, many at once, segmented, sliding
+windows, all statistics in one pass, and a brute-force Hamming matcher for binary descriptors --
+on NumPy arrays (on the CPU) and, zero-copy, on CuPy, PyTorch and JAX arrays on the GPU.
+
+    >>> import numpy as np, multireduce as mr
+    >>> x = np.arange(10, dtype=np.float32)
+    >>> float(mr.reduce(x, "sum")), mr.window_reduce(x, 3, "max").tolist()
+    (45.0, [2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0])
+
+Functions: reduce, segmented_reduce, window_reduce, statistics, knn_hamming, match, trace,
+cuda_available. Errors: TypeError (dtypes, frameworks), ValueError (shapes, arguments),
+MemoryError (out of GPU memory), multireduce.CudaError (any other CUDA failure).
+See docs/python.md.
+"""
+
+from ._api import (
+    CudaError,
+    Statistics,
+    cuda_available,
+    knn_hamming,
+    match,
+    reduce,
+    segmented_reduce,
+    statistics,
+    trace,
+    window_reduce,
+)
+from ._core import __version__
+
+__all__ = [
+    "CudaError",
+    "Statistics",
+    "cuda_available",
+    "knn_hamming",
+    "match",
+    "reduce",
+    "segmented_reduce",
+    "statistics",
+    "trace",
+    "window_reduce",
+    "__version__",
+]

@@ -1,0 +1,424 @@
+"""The functions of the multireduce package (see the package's doc and docs/python.md)."""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any, NamedTuple, Optional, Tuple
+
+import numpy as np
+
+from . import _core, _interop
+from ._interop import Imported
+
+CudaError = _core.CudaError
+
+_BACKENDS = ("auto", "cpu", "cuda")
+
+
+class Statistics(NamedTuple):
+    """All statistics of an array from one pass (0-d arrays of the input's framework). var is the
+    population variance (NumPy's ``var()``, ddof=0) and std its square root; l1 = sum |x|,
+    l2 = sqrt(sum x^2). Integer sums wrap as NumPy's do; float16 data is summed in float64."""
+
+    count: Any
+    sum: Any
+    mean: Any
+    var: Any
+    std: Any
+    min: Any
+    argmin: Any
+    max: Any
+    argmax: Any
+    l1: Any
+    l2: Any
+
+
+def cuda_available() -> bool:
+    """True when this build has the CUDA backend and the process sees a GPU."""
+    return _core.cuda_device_count() > 0
+
+
+def trace(algorithm: str = "select-merge", batches: int = 4, width: int = 8) -> str:
+    """The lane table of a multi-reduction, as ``multireduce trace`` prints it: which partial
+    reduction every lane holds after every step, run on the host warp emulator (no GPU needed).
+    algorithm: "butterfly", "select-merge", "swap", "order-preserving" or "shared-exchange";
+    batches: 1..16, 32 or 64 independent reductions; width: a logical warp of 2, 4, 8, 16 or 32."""
+    return _core.trace(str(algorithm), _integer(batches, "batches"), _integer(width, "width"))
+
+
+# ---- helpers -------------------------------------------------------------------------------------
+
+
+def _integer(value, name: str) -> int:
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, not a bool")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, not {type(value).__name__}") from None
+
+
+def _check_backend(backend) -> str:
+    if backend not in _BACKENDS:
+        raise ValueError(f"backend must be 'auto', 'cpu' or 'cuda', not {backend!r}")
+    return backend
+
+
+def _unsupported(reason: str, a: Imported) -> Exception:
+    """backend='cuda' for a job the GPU does not run: TypeError when the dtype is why."""
+    message = f"backend='cuda': {reason}"
+    return TypeError(message) if a.dtype in reason or "dtype" in reason else ValueError(message)
+
+
+def _run(a: Imported, stream: int, backend: str, device_call, host_call):
+    """Runs a job where backend says: device_call(backend) on the GPU for a device array (falling
+    back, for 'auto', to host_call on a host copy when the GPU cannot run it), host_call(backend)
+    for a host array. Returns what the call that ran returns."""
+    if a.device < 0:
+        if backend == "auto":
+            backend = "cpu"  # where the data lives
+        try:
+            return host_call(backend, None)
+        except _core.Unsupported as e:
+            raise _unsupported(str(e), a) from None
+    if backend == "cpu":
+        return host_call("cpu", _interop.to_host(a))
+    try:
+        return device_call("cuda")
+    except _core.Unsupported as e:
+        if backend == "cuda":
+            raise _unsupported(str(e), a) from None
+        return host_call("cpu", _interop.to_host(a))
+
+
+def _result(out, a: Imported, shape: Tuple[int, ...], dtype: str, stream: int, on_host: bool):
+    """(the array the results go to, its address): out= checked, or a new one (a NumPy array when
+    the job runs on a host copy of a device array)."""
+    if on_host and a.device >= 0:
+        if out is not None:
+            _interop.check_out(out, a, shape, dtype, stream)
+        r = np.empty(shape, dtype=dtype)
+        return r, r.ctypes.data
+    if out is not None:
+        return _interop.check_out(out, a, shape, dtype, stream)
+    r = _interop.empty(a, shape, dtype)
+    return r, _interop.address_of(r)
+
+
+def _deliver(result, out, a: Imported, on_host: bool):
+    """A result computed on the host for a device array goes back to the device (into out= if
+    given); every result ends up in the input's framework."""
+    if on_host and a.device >= 0:
+        if out is not None:
+            back = _interop.to_framework(result, a)
+            out[...] = back
+            return out
+        return _interop.finish(_interop.to_framework(result, a), a)
+    if out is not None:
+        return out
+    return _interop.finish(result, a)
+
+
+_RESULT_DTYPES = {}  # (op, dtype) -> the result's dtype name
+
+
+def _result_dtype(op: str, dtype: str) -> str:
+    key = (op, dtype)
+    found = _RESULT_DTYPES.get(key)
+    if found is None:
+        found = _RESULT_DTYPES[key] = _core.result_dtype(op, dtype)  # raises for bad pairs: never cached
+    return found
+
+
+def _reduce_job(a: Imported, op: str, shape: str, length: int, segments: int, inner: int, out_shape, offsets,
+                out, backend: str, stream: int):
+    rdtype = _result_dtype(op, a.dtype)
+
+    def on(where_backend: str, host_copy: Optional[np.ndarray]):
+        on_host = host_copy is not None  # a host copy of a device array
+        target, address = _result(out, a, out_shape, rdtype, stream, on_host)
+        x_address, device, off = a.address, a.device, 0 if offsets is None else offsets.address
+        if on_host:
+            x_address, device = host_copy.ctypes.data, -1
+            if offsets is not None:
+                host_offsets = _interop.to_host(offsets)
+                off = host_offsets.ctypes.data
+        _core.reduce(x_address, a.dtype, a.size, device, op, shape, length, segments, inner, off, address,
+                     where_backend, stream)
+        return _deliver(target, out, a, on_host)
+
+    return _run(a, stream, backend, lambda b: on(b, None), on)
+
+
+# ---- reduce, segmented_reduce, window_reduce -------------------------------------------------------
+
+
+def reduce(x, op: str = "sum", axis: Optional[int] = None, *, out=None, backend: str = "auto", stream=None):
+    """Reduces the whole array (axis=None) or one axis of it with `op`: "sum", "prod", "min",
+    "max", "argmin", "argmax", "and", "or" or "xor" (the last three for integers).
+
+    Results have NumPy's dtypes and values: integer sums and products in int64 (uint64 for
+    unsigned), float sums pairwise as NumPy's on the CPU; a NaN wins min/max and argmin/argmax (the
+    first NaN); ties give the first index; an empty array gives the operator's identity (argmin and
+    argmax: -1). A whole-array result is a 0-d array of the input's framework (on the GPU, not
+    synchronised). axis may be negative; the result has the other axes in order.
+
+    backend "auto" runs where the data is (the GPU for device arrays, the CPU for host arrays);
+    "cpu" and "cuda" force a side (a host array is then uploaded, a device array copied to the
+    host). stream: None (the producer's current stream), an int cudaStream_t or an object with
+    ``__cuda_stream__``."""
+    _check_backend(backend)
+    a, handle = _interop.import_array(x, "x", stream)
+    op = str(op)
+    if axis is None:
+        return _reduce_job(a, op, "whole", 0, 0, 1, (), None, out, backend, handle)
+    axis = _integer(axis, "axis")
+    ndim = len(a.shape)
+    if ndim == 0 or not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for an array of {ndim} dimension(s)")
+    axis %= ndim
+    outer, length, inner = math.prod(a.shape[:axis]), a.shape[axis], math.prod(a.shape[axis + 1:])
+    out_shape = a.shape[:axis] + a.shape[axis + 1:]
+    return _reduce_job(a, op, "axis", length, outer, inner, out_shape, None, out, backend, handle)
+
+
+def segmented_reduce(x, op: str = "sum", *, offsets=None, segment_length: Optional[int] = None, out=None,
+                     backend: str = "auto", stream=None):
+    """Reduces consecutive segments of the 1-D array x: segment s is x[offsets[s]:offsets[s+1]]
+    (offsets: S + 1 non-decreasing integers, on x's device or the host), or each run of
+    segment_length elements (len(x) a multiple of it). Empty segments give the operator's identity
+    (argmin/argmax: -1; indices are within the segment). Other rules as reduce()."""
+    _check_backend(backend)
+    a, handle = _interop.import_array(x, "x", stream)
+    op = str(op)
+    if len(a.shape) != 1:
+        raise ValueError(f"x must be 1-D, not of shape {a.shape}")
+    if (offsets is None) == (segment_length is None):
+        raise ValueError("give exactly one of offsets and segment_length")
+    if segment_length is not None:
+        length = _integer(segment_length, "segment_length")
+        if length < 0:
+            raise ValueError(f"segment_length must not be negative, got {length}")
+        if length == 0:
+            if a.size != 0:
+                raise ValueError("segment_length 0 needs an empty x")
+            segments = 0
+        else:
+            if a.size % length != 0:
+                raise ValueError(f"len(x) = {a.size} is not a multiple of segment_length = {length}")
+            segments = a.size // length
+        return _reduce_job(a, op, "fixed", length, segments, 1, (segments,), None, out, backend, handle)
+    o = _offsets(offsets, a, handle)
+    segments = o.size - 1
+    return _reduce_job(a, op, "offsets", 0, segments, 1, (segments,), o, out, backend, handle)
+
+
+def _offsets(offsets, a: Imported, stream: int) -> Imported:
+    """offsets as int64 on x's device (converted from any integer dtype, moved from the host)."""
+    o, _ = _interop.import_array(offsets, "offsets", stream)
+    if len(o.shape) != 1 or o.size < 1:
+        raise ValueError(f"offsets must be 1-D with S + 1 >= 1 entries, not of shape {o.shape}")
+    if not o.dtype.startswith(("int", "uint")):
+        raise TypeError(f"offsets must be integers, not {o.dtype}")
+    if o.device == a.device and o.dtype == "int64":
+        return o
+    if o.device >= 0 and o.device != a.device:
+        raise ValueError(f"offsets are on GPU {o.device}, x on {'the host' if a.device < 0 else f'GPU {a.device}'}")
+    if o.device >= 0:
+        host = _interop.to_host(o)
+    elif o.framework == "numpy":
+        host = np.asarray(o.obj)
+    else:
+        host = np.from_dlpack(o.obj)
+    if host.dtype == np.uint64 and host.size and int(host.max()) > np.iinfo(np.int64).max:
+        raise ValueError("offsets do not fit int64")
+    converted = np.ascontiguousarray(host, dtype=np.int64)
+    if a.device < 0:
+        imported, _ = _interop.import_array(converted, "offsets", None)
+        return imported
+    moved = _interop.to_framework(converted, a)
+    imported, _ = _interop.import_array(moved, "offsets", stream)
+    imported.keep = (imported.keep, moved)
+    return imported
+
+
+def window_reduce(x, window: int, op: str = "sum", *, out=None, backend: str = "auto", stream=None):
+    """Reduces every window of `window` consecutive elements of the 1-D array x:
+    ``numpy.lib.stride_tricks.sliding_window_view(x, window).<op>(-1)``, max(0, len(x) - window + 1)
+    results (an empty result where NumPy would refuse a window longer than x). window >= 1.
+    argmin/argmax give positions within each window. Other rules as reduce()."""
+    _check_backend(backend)
+    a, handle = _interop.import_array(x, "x", stream)
+    if len(a.shape) != 1:
+        raise ValueError(f"x must be 1-D, not of shape {a.shape}")
+    w = _integer(window, "window")
+    if w < 1:
+        raise ValueError(f"window must be at least 1, got {w}")
+    outputs = max(0, a.size - w + 1)
+    return _reduce_job(a, str(op), "window", w, 0, 1, (outputs,), None, out, backend, handle)
+
+
+# ---- statistics --------------------------------------------------------------------------------------
+
+
+def statistics(x, *, backend: str = "auto", stream=None) -> Statistics:
+    """count, sum, mean, var, std, min, argmin, max, argmax, l1 and l2 of the whole array in one
+    pass (see Statistics). An empty array gives count 0, sum 0, NaN moments and -1 indices."""
+    _check_backend(backend)
+    a, handle = _interop.import_array(x, "x", stream)
+    fields, nbytes = _core.statistics_layout(a.dtype)
+
+    def on(where_backend: str, host_copy: Optional[np.ndarray]):
+        on_host = host_copy is not None or a.device < 0
+        if on_host:
+            buffer = np.empty(nbytes, dtype=np.uint8)
+            x_address = a.address if host_copy is None else host_copy.__array_interface__["data"][0]
+            _core.statistics(x_address, a.dtype, a.size, -1, buffer.__array_interface__["data"][0], where_backend,
+                             handle)
+            values = [buffer[o:o + np.dtype(t).itemsize].view(t).reshape(()) for _, o, t in fields]
+            if a.dtype == "float16":
+                values[5], values[7] = values[5].astype(np.float16), values[7].astype(np.float16)
+            if a.device >= 0 or a.framework != "numpy":
+                values = [_interop.finish(_interop.to_framework(v, a), a) for v in values]
+            return Statistics(*values)
+        buffer = _interop.empty(a, (nbytes,), "uint8")
+        _core.statistics(a.address, a.dtype, a.size, a.device, _interop.address_of(buffer), where_backend, handle)
+        values = [_view(buffer, o, t) for _, o, t in fields]
+        return Statistics(*[_interop.finish(v, a) for v in values])
+
+    return _run(a, handle, backend, lambda b: on(b, None), on)
+
+
+def _view(buffer, offset: int, dtype: str):
+    """The 0-d `dtype` value at byte `offset` of a uint8 device array (a view, no copy)."""
+    size = np.dtype(dtype).itemsize
+    part = buffer[offset:offset + size]
+    if type(buffer).__module__.split(".")[0] == "torch":
+        return part.view(_interop._torch_dtype(dtype)).reshape(())
+    return part.view(dtype).reshape(())
+
+
+# ---- binary descriptors -------------------------------------------------------------------------------
+
+
+def _descriptors(query, train, stream):
+    q, handle = _interop.import_array(query, "query", stream)
+    t, _ = _interop.import_array(train, "train", stream)
+    for name, d in (("query", q), ("train", t)):
+        if d.dtype != "uint8":
+            raise TypeError(f"{name} must be uint8 descriptors (rows of bytes), not {d.dtype}")
+        if len(d.shape) != 2:
+            raise ValueError(f"{name} must be 2-D (descriptors x bytes), not of shape {d.shape}")
+    if q.shape[1] != t.shape[1]:
+        raise ValueError(f"query rows are {q.shape[1]} bytes, train rows {t.shape[1]}: the widths differ")
+    if q.device != t.device or q.framework != t.framework:
+        raise ValueError("query and train must be arrays of one framework on one device")
+    return q, t, handle
+
+
+def _matcher_backend(q: Imported, backend: str) -> str:
+    _check_backend(backend)
+    if backend == "auto":
+        return "cuda" if q.device >= 0 or cuda_available() else "cpu"
+    return backend
+
+
+def knn_hamming(query, train, k: int = 2, *, backend: str = "auto", stream=None):
+    """The k nearest training descriptors of every query by Hamming distance: (dist, idx), each an
+    int32 array (len(query), k) of the input's framework, nearest first in OpenCV's order
+    (distance, then the lower training index); -1 where train has fewer than k rows. Descriptors
+    are uint8 arrays (N, bytes), bytes a multiple of 4; k is 1..8. backend "auto" takes the GPU
+    when there is one (the search is compute-bound: a host array's upload is cheap beside it)."""
+    q, t, handle = _descriptors(query, train, stream)
+    k = _integer(k, "k")
+    backend = _matcher_backend(q, backend)
+    nq, nt, width = q.shape[0], t.shape[0], q.shape[1]
+
+    def on(where_backend: str, copies):
+        if copies is None and q.device >= 0:
+            idx, dist = _interop.empty(q, (nq, k), "int32"), _interop.empty(q, (nq, k), "int32")
+            _core.knn(q.address, nq, t.address, nt, width, k, q.device, _interop.address_of(idx),
+                      _interop.address_of(dist), 0, where_backend, handle)
+            return _interop.finish(dist, q), _interop.finish(idx, q)
+        qa, ta = (q.address, t.address) if copies is None else (copies[0].ctypes.data, copies[1].ctypes.data)
+        idx, dist = np.empty((nq, k), np.int32), np.empty((nq, k), np.int32)
+        _core.knn(qa, nq, ta, nt, width, k, -1, idx.ctypes.data, dist.ctypes.data, 0, where_backend, 0)
+        if q.device >= 0 or q.framework != "numpy":
+            return tuple(_interop.finish(_interop.to_framework(v, q), q) for v in (dist, idx))
+        return dist, idx
+
+    return _run_matcher(q, t, backend, on)
+
+
+def _run_matcher(q: Imported, t: Imported, backend: str, on):
+    if q.device < 0:
+        try:
+            return on(backend, None)
+        except _core.Unsupported as e:
+            raise _unsupported(str(e), q) from None
+    if backend == "cpu":
+        return on("cpu", (_interop.to_host(q), _interop.to_host(t)))
+    try:
+        return on("cuda", None)
+    except _core.Unsupported:
+        return on("cpu", (_interop.to_host(q), _interop.to_host(t)))
+
+
+def match(query, train, *, ratio: Optional[float] = None, margin: Optional[int] = None,
+          max_distance: Optional[int] = None, cross_check: bool = False, backend: str = "auto", stream=None):
+    """The matches of a brute-force Hamming matcher: an int32 array (M, 3) of (query index, train
+    index, distance) rows in query order, of the input's framework. Rules (all that are given
+    must hold): ratio -- nearest < ratio * second nearest (Lowe's test, 0 < ratio <= 1); margin --
+    second nearest - nearest > margin (the paper's rule); max_distance -- nearest <= max_distance;
+    cross_check -- the query is its nearest training descriptor's nearest query. With no rule,
+    every query's nearest neighbour. The same matches as OpenCV's BFMatcher with NORM_HAMMING."""
+    q, t, handle = _descriptors(query, train, stream)
+    r = -1.0 if ratio is None else float(ratio)
+    if ratio is not None and not (0 < r <= 1):
+        raise ValueError(f"ratio must be in (0, 1], got {ratio}")
+    m = -1 if margin is None else _integer(margin, "margin")
+    d = -1 if max_distance is None else _integer(max_distance, "max_distance")
+    if margin is not None and m < 0:
+        raise ValueError(f"margin must not be negative, got {m}")
+    if max_distance is not None and d < 0:
+        raise ValueError(f"max_distance must not be negative, got {d}")
+    cross = bool(cross_check)
+    k = 2 if (ratio is not None or margin is not None) else 1
+    r = 0.0 if ratio is None else r
+    _core.check_match_rule(r, m, d, cross, k)
+    backend = _matcher_backend(q, backend)
+    nq, nt, width = q.shape[0], t.shape[0], q.shape[1]
+
+    def on(where_backend: str, copies):
+        idx, dist = np.empty((nq, k), np.int32), np.empty((nq, k), np.int32)
+        reverse = np.empty(max(nt, 1), np.int32) if cross else None
+        if copies is None and q.device >= 0:
+            didx, ddist = _interop.empty(q, (nq, k), "int32"), _interop.empty(q, (nq, k), "int32")
+            _core.knn(q.address, nq, t.address, nt, width, k, q.device, _interop.address_of(didx),
+                      _interop.address_of(ddist), 0, where_backend, handle)
+            if cross and nq > 0 and nt > 0:
+                ridx, rdist = _interop.empty(q, (nt, 1), "int32"), _interop.empty(q, (nt, 1), "int32")
+                _core.knn(t.address, nt, q.address, nq, width, 1, q.device, _interop.address_of(ridx),
+                          _interop.address_of(rdist), 0, where_backend, handle)
+                reverse = _to_numpy(ridx).reshape(-1)
+            idx, dist = _to_numpy(didx), _to_numpy(ddist)
+        else:
+            qa, ta = (q.address, t.address) if copies is None else (copies[0].ctypes.data, copies[1].ctypes.data)
+            _core.knn(qa, nq, ta, nt, width, k, -1, idx.ctypes.data, dist.ctypes.data,
+                      reverse.ctypes.data if cross and nq > 0 and nt > 0 else 0, where_backend, 0)
+        rows = np.empty((nq, 3), np.int32)
+        use_reverse = reverse.ctypes.data if cross and nq > 0 and nt > 0 else 0
+        kept = _core.accept(idx.ctypes.data, dist.ctypes.data, nq, k, r, m, d, cross, use_reverse, rows.ctypes.data)
+        result = np.ascontiguousarray(rows[:kept])
+        if q.device >= 0 or q.framework != "numpy":
+            return _interop.finish(_interop.to_framework(result, q), q)
+        return result
+
+    return _run_matcher(q, t, backend, on)
+
+
+def _to_numpy(device_array) -> np.ndarray:
+    if type(device_array).__module__.split(".")[0] == "torch":
+        return device_array.cpu().numpy()
+    return device_array.get()

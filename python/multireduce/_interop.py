@@ -1,0 +1,365 @@
+"""How multireduce meets arrays: NumPy, anything with ``__dlpack__`` (CuPy, PyTorch, JAX, ...), and
+``__cuda_array_interface__`` (Numba, ...) as a fallback.
+
+An imported array is an :class:`Imported`: its address, dtype name, shape and device (-1 for host
+memory), and the object it came from (kept alive for as long as the call needs its memory). Device
+arrays are used in place; nothing here copies an input, and a non-contiguous one is an error.
+
+Results are made in the input's framework (NumPy, CuPy, PyTorch, JAX) and on its device.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import _core
+
+DTYPES = (
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64",
+)
+
+_DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 13
+
+
+class Imported:
+    """One imported array (see the module's doc)."""
+
+    __slots__ = ("obj", "framework", "address", "dtype", "shape", "device", "keep")
+
+    def __init__(self, obj, framework, address, dtype, shape, device, keep=None):
+        self.obj = obj
+        self.framework = framework  # "numpy", "cupy", "torch", "jax" or "other"
+        self.address = int(address)
+        self.dtype = dtype
+        self.shape = tuple(int(d) for d in shape)
+        self.device = int(device)  # -1: host memory
+        self.keep = keep  # the DLPack capsule, alive for as long as this is
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+
+_FRAMEWORKS = {np.ndarray: "numpy"}  # type -> framework, filled as types are met
+
+
+def framework_of(x) -> str:
+    t = type(x)
+    known = _FRAMEWORKS.get(t)
+    if known is not None:
+        return known
+    if isinstance(x, (np.ndarray, np.generic)):
+        return "numpy"
+    root = t.__module__.split(".")[0]
+    found = root if root in ("cupy", "torch") else "jax" if root in ("jax", "jaxlib") else "other"
+    _FRAMEWORKS[t] = found
+    return found
+
+
+# ---- streams -------------------------------------------------------------------------------------
+
+
+def stream_handle(stream, x, framework: str, device: int) -> int:
+    """The cudaStream_t (an int) that the work runs on: `stream` as given (an int, an object with
+    ``__cuda_stream__``, a ``torch.cuda.Stream`` or a ``cupy.cuda.Stream``), or for None the
+    producer's current stream (PyTorch's or CuPy's), else the default stream (0)."""
+    if stream is None:
+        if device < 0:
+            return 0
+        if framework == "torch":
+            import torch
+
+            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # the handle alone, without a Stream object
+            if raw is not None:
+                return int(raw(device))
+            return int(torch.cuda.current_stream(device).cuda_stream)
+        if framework == "cupy":
+            import cupy
+
+            with cupy.cuda.Device(device):
+                return int(cupy.cuda.get_current_stream().ptr)
+        return 0
+    if isinstance(stream, bool):
+        raise TypeError("stream must be None, an int handle or an object with __cuda_stream__, not a bool")
+    if isinstance(stream, int):
+        if stream < 0:
+            raise ValueError(f"stream handle must not be negative, got {stream}")
+        return stream
+    if hasattr(stream, "__cuda_stream__"):
+        return int(stream.__cuda_stream__()[1])
+    if hasattr(stream, "cuda_stream"):  # torch.cuda.Stream
+        return int(stream.cuda_stream)
+    if type(stream).__module__.split(".")[0] == "cupy" and hasattr(stream, "ptr"):
+        return int(stream.ptr)
+    raise TypeError(
+        f"stream must be None, an int handle or an object with __cuda_stream__, not {type(stream).__name__}"
+    )
+
+
+def _dlpack_stream(handle: int) -> int:
+    # DLPack names the legacy default stream 1 (0 is not allowed for CUDA).
+    return 1 if handle == 0 else handle
+
+
+# ---- importing -----------------------------------------------------------------------------------
+
+
+def _check_contiguous(name: str, shape: Sequence[int], strides: Optional[Sequence[int]], itemsize: int) -> None:
+    """strides in elements (None: C order). Raises ValueError unless C-contiguous."""
+    if strides is None or math.prod(shape) == 0:
+        return
+    expected = 1
+    for extent, stride in zip(reversed(shape), reversed(strides)):
+        if extent != 1 and stride != expected:
+            raise ValueError(
+                f"{name} is not C-contiguous (strides {tuple(strides)} for shape {tuple(shape)}); "
+                f"pass a contiguous copy (numpy.ascontiguousarray, cupy.ascontiguousarray, tensor.contiguous())"
+            )
+        expected *= extent
+
+
+def _check_dtype(name: str, dtype: str) -> str:
+    if dtype not in DTYPES:
+        raise TypeError(f"{name} has dtype {dtype}; multireduce takes {', '.join(DTYPES)}")
+    return dtype
+
+
+def _from_numpy(a: np.ndarray, name: str, framework: str, obj) -> Imported:
+    if not a.dtype.isnative:
+        raise TypeError(f"{name} has non-native byte order ({a.dtype.str}); pass a.astype(a.dtype.newbyteorder('='))")
+    dtype = _check_dtype(name, a.dtype.name)
+    if not a.flags.c_contiguous and a.size > 0:
+        _check_contiguous(name, a.shape, [s // a.itemsize for s in a.strides], a.itemsize)
+        raise ValueError(f"{name} is not C-contiguous; pass numpy.ascontiguousarray({name})")
+    return Imported(obj, framework, a.__array_interface__["data"][0], dtype, a.shape, -1, keep=a)
+
+
+_TORCH_NAMES = {}  # torch.dtype -> its name, for the dtypes multireduce takes (filled as they are met)
+
+
+def _from_torch(x, name: str, stream) -> Optional[Tuple[Imported, int]]:
+    """A PyTorch tensor read directly (its pointer, dtype, shape), when the work runs on its current
+    stream: nothing to order, so no DLPack capsule is needed. None otherwise (DLPack orders it)."""
+    device = x.device.index if x.is_cuda else -1
+    if x.is_cuda and x.device.index is None:
+        return None
+    current = stream_handle(None, x, "torch", device)
+    handle = current if stream is None else stream_handle(stream, x, "torch", device)
+    if handle != current or not (x.is_cuda or x.device.type == "cpu"):
+        return None
+    dtype = _TORCH_NAMES.get(x.dtype)
+    if dtype is None:
+        dtype = _check_dtype(name, str(x.dtype).replace("torch.", ""))
+        _TORCH_NAMES[x.dtype] = dtype
+    if not x.is_contiguous():
+        raise ValueError(f"{name} is not contiguous (strides {tuple(x.stride())} for shape {tuple(x.shape)}); "
+                         f"pass {name}.contiguous()")
+    return Imported(x, "torch", x.data_ptr(), dtype, tuple(x.shape), device), handle
+
+
+def _from_cupy(x, name: str, stream) -> Optional[Tuple[Imported, int]]:
+    """A CuPy array read directly, when the work runs on CuPy's current stream (as _from_torch)."""
+    device = x.device.id
+    current = stream_handle(None, x, "cupy", device)
+    handle = current if stream is None else stream_handle(stream, x, "cupy", device)
+    if handle != current:
+        return None
+    if not x.dtype.isnative:
+        raise TypeError(f"{name} has non-native byte order")
+    dtype = _check_dtype(name, x.dtype.name)
+    if not x.flags.c_contiguous and x.size > 0:
+        raise ValueError(f"{name} is not C-contiguous (strides {x.strides} for shape {x.shape}); "
+                         f"pass cupy.ascontiguousarray({name})")
+    return Imported(x, "cupy", x.data.ptr, dtype, x.shape, device), handle
+
+
+def import_array(x, name: str, stream) -> Tuple[Imported, int]:
+    """(the array, the stream handle the work goes on). Raises TypeError for what is not an array
+    of a dtype multireduce takes, ValueError for non-contiguous arrays."""
+    framework = framework_of(x)
+    if framework == "numpy":
+        a = np.asarray(x)
+        return _from_numpy(a, name, "numpy", x), stream_handle(stream, x, framework, -1)
+    if framework == "torch" and type(x).__name__ in ("Tensor", "Parameter"):
+        direct = _from_torch(x, name, stream)
+        if direct is not None:
+            return direct
+    if framework == "cupy" and type(x).__name__ == "ndarray":
+        direct = _from_cupy(x, name, stream)
+        if direct is not None:
+            return direct
+    if hasattr(x, "__dlpack_device__") and hasattr(x, "__dlpack__"):
+        device_type, device_id = x.__dlpack_device__()
+        device_type = int(device_type)
+        if device_type in (_DL_CUDA, _DL_CUDA_MANAGED):
+            device = int(device_id)
+            handle = stream_handle(stream, x, framework, device)
+            capsule = x.__dlpack__(stream=_dlpack_stream(handle))
+        elif device_type in (_DL_CPU, _DL_CUDA_HOST):
+            device, handle = -1, stream_handle(stream, x, framework, -1)
+            capsule = x.__dlpack__()
+        else:
+            raise TypeError(f"{name} is on a device multireduce does not run on (DLPack device type {device_type})")
+        address, dtype, shape, strides, _, _, _ = _core.dlpack_info(capsule)
+        _check_dtype(name, dtype)
+        _check_contiguous(name, shape, strides, np.dtype(dtype).itemsize)
+        return Imported(x, framework, address, dtype, shape, device, keep=capsule), handle
+    cai = getattr(x, "__cuda_array_interface__", None)
+    if cai is not None:
+        dtype = _check_dtype(name, np.dtype(cai["typestr"]).name)
+        if not np.dtype(cai["typestr"]).isnative:
+            raise TypeError(f"{name} has non-native byte order")
+        itemsize = np.dtype(dtype).itemsize
+        strides = cai.get("strides")
+        _check_contiguous(name, cai["shape"], None if strides is None else [s // itemsize for s in strides], itemsize)
+        device = _cai_device(cai["data"][0])
+        handle = stream_handle(stream, x, framework, device)
+        producer = cai.get("stream")
+        if producer not in (None, handle) and producer is not None:
+            _wait_for(producer, handle, device)
+        return Imported(x, framework, cai["data"][0], dtype, cai["shape"], device), handle
+    if isinstance(x, (list, tuple, int, float)):
+        a = np.asarray(x)
+        return _from_numpy(a, name, "numpy", a), stream_handle(stream, x, "numpy", -1)
+    raise TypeError(
+        f"{name} must be a NumPy array or an array with __dlpack__ or __cuda_array_interface__, not {type(x).__name__}"
+    )
+
+
+def _cai_device(address: int) -> int:
+    if address == 0:
+        return 0
+    try:
+        import cupy
+
+        return int(cupy.cuda.runtime.pointerGetAttributes(address).device)
+    except Exception:  # noqa: BLE001 -- no CuPy: the current device
+        return 0
+
+
+def _wait_for(producer: int, consumer: int, device: int) -> None:
+    """Orders `consumer` after the work queued so far on `producer` (CUDA array interface streams)."""
+    import cupy
+
+    with cupy.cuda.Device(device):
+        event = cupy.cuda.Event(disable_timing=True)
+        event.record(cupy.cuda.ExternalStream(producer))
+        cupy.cuda.ExternalStream(consumer).wait_event(event)
+
+
+# ---- results in the input's framework --------------------------------------------------------------
+
+
+def _torch_dtype(dtype: str):
+    import torch
+
+    return getattr(torch, dtype)
+
+
+def empty(like: Imported, shape: Tuple[int, ...], dtype: str):
+    """A new array for results, of `like`'s framework and on its device (host results of a JAX or
+    other host array are NumPy arrays here; finish() converts them)."""
+    if like.device < 0:
+        if like.framework == "torch":
+            import torch
+
+            return torch.empty(shape, dtype=_torch_dtype(dtype))
+        return np.empty(shape, dtype=dtype)
+    if like.framework == "torch":
+        import torch
+
+        return torch.empty(shape, dtype=_torch_dtype(dtype), device=like.obj.device)
+    try:
+        import cupy
+    except ImportError:
+        cupy = None
+    if cupy is not None:
+        with cupy.cuda.Device(like.device):
+            return cupy.empty(shape, dtype=dtype)
+    if "torch" in sys.modules or like.framework == "jax":
+        import torch
+
+        return torch.empty(shape, dtype=_torch_dtype(dtype), device=f"cuda:{like.device}")
+    raise TypeError(
+        f"results on the GPU for {like.framework} arrays are made with CuPy or PyTorch; install one of them"
+    )
+
+
+def finish(result, like: Imported):
+    """`result` (made by empty() or to_framework()) as an array of like's framework."""
+    if like.framework == "jax":
+        import jax
+
+        if like.device < 0:
+            return jax.numpy.asarray(result)
+        return jax.dlpack.from_dlpack(result)
+    if like.framework == "other" and like.device >= 0:
+        return result  # a CuPy or PyTorch array (both speak DLPack and the CUDA array interface)
+    return result
+
+
+def address_of(result) -> int:
+    if isinstance(result, np.ndarray):
+        return result.__array_interface__["data"][0]
+    if type(result).__module__.split(".")[0] == "torch":
+        return int(result.data_ptr())
+    return int(result.data.ptr)  # cupy
+
+
+def to_host(a: Imported) -> np.ndarray:
+    """A NumPy copy of a device array (the CPU fallback of a job the GPU cannot run)."""
+    x = a.obj
+    if a.framework == "torch":
+        return x.detach().cpu().numpy()
+    if a.framework == "cupy":
+        return x.get()
+    if a.framework == "jax":
+        return np.asarray(x)
+    import cupy
+
+    return cupy.asarray(x).get()
+
+
+def to_framework(host: np.ndarray, like: Imported):
+    """A host result as an array of like's framework, on its device."""
+    if like.device < 0:
+        if like.framework == "torch":
+            import torch
+
+            return torch.from_numpy(np.asarray(host, order="C"))
+        return host
+    target = empty(like, host.shape, host.dtype.name)
+    if type(target).__module__.split(".")[0] == "torch":
+        import torch
+
+        target.copy_(torch.from_numpy(np.asarray(host, order="C")))
+    else:
+        target.set(np.asarray(host, order="C"))
+    return target
+
+
+def check_out(out, like: Imported, shape: Tuple[int, ...], dtype: str, stream) -> Tuple[Any, int]:
+    """out= as given: of like's framework and device, `shape` and `dtype`, C-contiguous, writable.
+    Returns it and its address."""
+    if like.framework == "jax":
+        raise TypeError("out= cannot be a JAX array (JAX arrays are immutable)")
+    o, _ = import_array(out, "out", stream)
+    if o.framework != like.framework or o.device != like.device:
+        raise TypeError(
+            f"out is a {o.framework} array on {_where(o.device)}, the input a {like.framework} array on {_where(like.device)}"
+        )
+    if o.dtype != dtype:
+        raise TypeError(f"out has dtype {o.dtype}; this result is {dtype}")
+    if o.shape != tuple(shape):
+        raise ValueError(f"out has shape {o.shape}; this result has shape {tuple(shape)}")
+    if isinstance(out, np.ndarray) and not out.flags.writeable:
+        raise ValueError("out is read-only")
+    return out, o.address
+
+
+def _where(device: int) -> str:
+    return "the host" if device < 0 else f"GPU {device}"

@@ -1,0 +1,184 @@
+"""Device arrays (CuPy, PyTorch; JAX when it has a GPU): used in place, results in the input's
+framework on its device, equal to the NumPy references. Skipped without a GPU."""
+
+import numpy as np
+import pytest
+
+import multireduce as mr
+import reference as ref
+from conftest import gpu_params
+from test_numpy import assert_same, random_array
+
+FW = gpu_params()
+
+
+def is_device_array(a, name):
+    if name == "cupy":
+        import cupy
+
+        return isinstance(a, cupy.ndarray)
+    import torch
+
+    return isinstance(a, torch.Tensor) and a.is_cuda
+
+
+@pytest.mark.parametrize("fw", FW)
+@pytest.mark.parametrize("dtype", ("int8", "int32", "int64", "uint16", "uint64", "float32", "float64"))
+@pytest.mark.parametrize("n", (0, 1, 1000, 1_000_003))
+def test_whole_array_on_the_gpu(rng, fw, dtype, n):
+    name, to_device, to_numpy = fw
+    if name == "torch" and dtype in ("uint16", "uint64"):
+        pytest.skip("PyTorch has few unsigned kernels (used here only to make the input)")
+    x = random_array(rng, dtype, n)
+    d = to_device(x)
+    for op in ref.ops_for(dtype):
+        got = mr.reduce(d, op)
+        assert is_device_array(got, name) and tuple(got.shape) == ()
+        assert_same(to_numpy(got), ref.reduce(x, op), dtype, op, exact=False, terms=64, scale=float(np.abs(x).max(initial=1)) * 8)
+    np.testing.assert_array_equal(to_numpy(d), x)
+
+
+@pytest.mark.parametrize("fw", FW)
+@pytest.mark.parametrize("dtype", ("int32", "int64", "float32", "float64"))
+def test_shapes_on_the_gpu(rng, fw, dtype):
+    name, to_device, to_numpy = fw
+    x = random_array(rng, dtype, 50_000)
+    d = to_device(x)
+    lengths = rng.integers(0, 65, size=2000)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    offsets = offsets[offsets <= len(x)]
+    for op in ("sum", "min", "max"):
+        got = mr.segmented_reduce(d, op, offsets=to_device(offsets))
+        assert is_device_array(got, name)
+        assert_same(to_numpy(got), ref.segmented(x, op, offsets), dtype, op, exact=False, terms=64)
+        got = mr.segmented_reduce(d, op, offsets=offsets.astype(np.int32))  # host int32 offsets: moved
+        assert_same(to_numpy(got), ref.segmented(x, op, offsets), dtype, op, exact=False, terms=64)
+        got = mr.segmented_reduce(d, op, segment_length=50)
+        assert_same(to_numpy(got), ref.reduce(x.reshape(-1, 50), op, axis=1), dtype, op, exact=False, terms=50)
+        for w in (1, 7, 1000):
+            got = mr.window_reduce(d, w, op)
+            assert_same(to_numpy(got), ref.window(x, w, op), dtype, op, exact=False, terms=w)
+        got = mr.reduce(d.reshape(500, 100), op, axis=-1)
+        assert_same(to_numpy(got), ref.reduce(x.reshape(500, 100), op, axis=-1), dtype, op, exact=False, terms=100)
+
+
+@pytest.mark.parametrize("fw", FW)
+def test_jobs_the_gpu_does_not_run_fall_back_for_auto(rng, fw):
+    name, to_device, to_numpy = fw
+    x = random_array(rng, "float16", 1001)
+    d = to_device(x)
+    got = mr.reduce(d, "max")
+    assert is_device_array(got, name) and to_numpy(got) == x.max()
+    with pytest.raises(TypeError, match="backend='cuda'.*float16"):
+        mr.reduce(d, "max", backend="cuda")
+    y = random_array(rng, "float32", (40, 30))
+    got = mr.reduce(to_device(y), "sum", axis=0)  # not the last axis: NumPy's order, on the CPU
+    assert is_device_array(got, name)
+    assert to_numpy(got).tobytes() == y.sum(axis=0).tobytes()
+
+
+@pytest.mark.parametrize("fw", FW)
+@pytest.mark.parametrize("dtype", ("int32", "uint8", "float32", "float64"))
+def test_statistics_on_the_gpu(rng, fw, dtype):
+    name, to_device, to_numpy = fw
+    x = random_array(rng, dtype, 300_001)
+    got = mr.statistics(to_device(x))
+    want = ref.statistics(x)
+    for field, value in want.items():
+        g = getattr(got, field)
+        assert is_device_array(g, name) and tuple(g.shape) == (), field
+        g = to_numpy(g)
+        if field in ("count", "argmin", "argmax", "min", "max") or (field == "sum" and dtype[0] in "iu"):
+            assert g == value, field
+        else:
+            np.testing.assert_allclose(float(g), float(value), rtol=1e-9, err_msg=field)
+
+
+@pytest.mark.parametrize("fw", FW)
+def test_device_offsets_are_checked(fw):
+    name, to_device, _ = fw
+    d = to_device(np.arange(100, dtype=np.float32))
+    for bad, message in (([0, 50, 40, 100], "non-decreasing.*offsets\\[1\\] = 50 > offsets\\[2\\] = 40"),
+                         ([0, 101], "past the end"), ([-3, 10], "negative")):
+        with pytest.raises(ValueError, match=message):
+            mr.segmented_reduce(d, "sum", offsets=to_device(np.array(bad, np.int64)))
+
+
+@pytest.mark.parametrize("fw", FW)
+@pytest.mark.parametrize("k", (1, 2, 8))
+def test_knn_and_match_on_the_gpu(rng, fw, k):
+    name, to_device, to_numpy = fw
+    q = rng.integers(0, 256, (1000, 32), dtype=np.uint8)
+    t = np.concatenate([q[::2] ^ (rng.random((500, 32)) < 0.02).astype(np.uint8),
+                        rng.integers(0, 256, (3000, 32), dtype=np.uint8)])
+    dist, idx = mr.knn_hamming(to_device(q), to_device(t), k)
+    assert is_device_array(dist, name) and is_device_array(idx, name)
+    want_dist, want_idx = ref.knn(q, t, k)
+    np.testing.assert_array_equal(to_numpy(dist), want_dist)
+    np.testing.assert_array_equal(to_numpy(idx), want_idx)
+    for rule in (dict(ratio=0.8), dict(cross_check=True), dict(margin=3, max_distance=60)):
+        got = mr.match(to_device(q), to_device(t), **rule)
+        assert is_device_array(got, name)
+        np.testing.assert_array_equal(to_numpy(got), ref.match(q, t, **rule))
+    # host arrays take the GPU too (auto), with the same answer
+    np.testing.assert_array_equal(mr.knn_hamming(q, t, k)[1], want_idx)
+
+
+@pytest.mark.parametrize("fw", FW)
+def test_out_and_streams(rng, fw):
+    name, to_device, to_numpy = fw
+    x = random_array(rng, "float32", (64, 1000))
+    d = to_device(x)
+    out = to_device(np.full(64, np.nan, np.float32))
+    assert mr.reduce(d, "max", axis=1, out=out) is out
+    np.testing.assert_array_equal(to_numpy(out), x.max(axis=1))
+    if name == "torch":
+        import torch
+
+        s = torch.cuda.Stream()
+        with torch.cuda.stream(s):
+            y = d * 2  # queued on s; the reduction must come after it (the current stream)
+            got = mr.reduce(y, "max")
+        s.synchronize()
+        assert to_numpy(got) == np.float32(x.max() * 2)
+        got = mr.reduce(d, "min", stream=s)
+        s.synchronize()
+        assert to_numpy(got) == x.min()
+    else:
+        import cupy
+
+        s = cupy.cuda.Stream(non_blocking=True)
+        with s:
+            y = d * 2
+            got = mr.reduce(y, "max")
+        s.synchronize()
+        assert to_numpy(got) == np.float32(x.max() * 2)
+        got = mr.reduce(d, "min", stream=s.ptr)
+        s.synchronize()
+        assert to_numpy(got) == x.min()
+
+
+@pytest.mark.parametrize("fw", FW)
+def test_non_contiguous_device_arrays_are_errors(fw):
+    _, to_device, _ = fw
+    d = to_device(np.arange(100, dtype=np.float32).reshape(10, 10))
+    with pytest.raises(ValueError, match="contiguous"):
+        mr.reduce(d.T)
+
+
+def test_jax_arrays_when_jax_has_a_gpu(rng):
+    jax = pytest.importorskip("jax")
+    try:
+        devices = jax.devices("gpu")
+    except RuntimeError:
+        devices = []
+    if not devices or not mr.cuda_available():
+        pytest.skip("JAX has no GPU here")
+    x = random_array(rng, "float32", 100_000)
+    d = jax.device_put(x, devices[0])
+    got = mr.reduce(d, "max")
+    assert isinstance(got, jax.Array) and float(got) == x.max()
+    s = mr.statistics(d)
+    assert isinstance(s.mean, jax.Array) and abs(float(s.mean) - x.astype(np.float64).mean()) < 1e-9
+    w = mr.window_reduce(d, 10, "min")
+    np.testing.assert_array_equal(np.asarray(w), ref.window(x, 10, "min"))
