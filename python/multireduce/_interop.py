@@ -144,12 +144,12 @@ _TORCH_NAMES = {}  # torch.dtype -> its name, for the dtypes multireduce takes (
 def _from_torch(x, name: str, stream) -> Optional[Tuple[Imported, int]]:
     """A PyTorch tensor read directly (its pointer, dtype, shape), when the work runs on its current
     stream: nothing to order, so no DLPack capsule is needed. None otherwise (DLPack orders it)."""
-    device = x.device.index if x.is_cuda else -1
-    if x.is_cuda and x.device.index is None:
+    if not x.is_cuda and x.device.type != "cpu":
         return None
+    device = x.get_device()  # -1 for the CPU
     current = stream_handle(None, x, "torch", device)
     handle = current if stream is None else stream_handle(stream, x, "torch", device)
-    if handle != current or not (x.is_cuda or x.device.type == "cpu"):
+    if handle != current:
         return None
     dtype = _TORCH_NAMES.get(x.dtype)
     if dtype is None:
@@ -272,7 +272,7 @@ def empty(like: Imported, shape: Tuple[int, ...], dtype: str):
     if like.framework == "torch":
         import torch
 
-        return torch.empty(shape, dtype=_torch_dtype(dtype), device=like.obj.device)
+        return torch.empty(shape, dtype=_torch_dtype(dtype), device=like.device)
     try:
         import cupy
     except ImportError:

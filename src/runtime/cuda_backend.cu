@@ -47,11 +47,14 @@ template <class F>
 void on_device(int device, const char* what, F&& body) {
   int previous = 0;
   check(cudaGetDevice(&previous), "finding the current device");
-  check(cudaSetDevice(device), "selecting the device");
+  if (previous != device) check(cudaSetDevice(device), "selecting the device");
   struct restore {
     int device;
-    ~restore() { cudaSetDevice(device); }
-  } give_back{previous};
+    bool changed;
+    ~restore() {
+      if (changed) cudaSetDevice(device);
+    }
+  } give_back{previous, previous != device};
   try {
     body();
   } catch (const mc::error& e) {
@@ -297,7 +300,7 @@ void shaped_reduce(const reduce_job& job, array_source& in, output_sink& out, mc
 struct temporary_pool_tuning {
   /// Bytes a pool keeps between calls instead of handing them back to the driver at every
   /// synchronisation, as the device's default pool does (release threshold 0). Measured on the
-  /// H200 (python/benchmarks/peers.py, CUDA events around one call, 2026-11-24): with the default
+  /// H200 (python -m multireduce.bench, CUDA events around one call, 2026-11-24): with the default
   /// pool a 2^14-float sum took 73 us and a 2^26-float segmented sum 188 us, 60-130 us of it
   /// mapping memory again; the library's own temporary storage is at most a few MiB but the
   /// matcher's grows with the queries, hence a generous bound.
