@@ -2,7 +2,7 @@
 # The Python package on the GPU machine, in one call: `pip install .` there (it has CUDA,
 # scikit-build-core, nanobind, NumPy, CuPy, PyTorch and JAX, and no network, hence
 # --no-build-isolation), then the pytest suite (the GPU tests run there), then the peers benchmark
-# (python/benchmarks/peers.py: PyTorch and CuPy in the same process).
+# (python -m multireduce.bench: PyTorch and CuPy in the same process).
 # Usage, from the repository root there: bash scripts/device_python.sh OUTDIR
 set -uo pipefail
 out=${1:-${OUT:-/tmp/multireduce-out}}
@@ -18,6 +18,6 @@ python3 -c "import multireduce as mr; print('multireduce', mr.__version__, 'cuda
 (cd python/tests && python3 -m pytest -q -p no:cacheprovider -rs) > "$out/pytest.txt" 2>&1
 echo "pytest: exit $?"; tail -n 15 "$out/pytest.txt"
 if [ -z "${SKIP_BENCH:-}" ]; then
-  python3 python/benchmarks/peers.py --json "$out/peers.json" > "$out/peers.txt" 2>&1; echo "peers: exit $?"
+  python3 -m multireduce.bench --profile --json "$out/peers.json" > "$out/peers.txt" 2>&1; echo "peers: exit $?"
   cat "$out/peers.txt"
 fi

@@ -1,8 +1,9 @@
-"""multireduce from Python against what Python users use instead (PyTorch, CuPy), on one GPU, in one
-process: each result is verified against the peer's before either is timed; times are medians of
-CUDA-event-timed runs after warm-up (per-call overheads: wall time over many back-to-back calls).
+"""multireduce from Python against what Python users use instead, in one process: on the GPU PyTorch
+and CuPy (each result verified against the peer's before either is timed; medians of CUDA events
+around one call, so the host cost of a call counts; per-call host cost: wall time over many
+back-to-back calls), on the CPU NumPy and OpenCV's BFMatcher (wall-time medians).
 
-    python python/benchmarks/peers.py [--json OUT.json] [--quick]
+    python -m multireduce.bench [--json OUT.json] [--quick] [--cpu]
 
 The cases are those of issue 18 and ../shared/anchors.md ("Python peers"): eleven statistics of
 2^28 floats; 2M segments of 0..64 floats; a sliding max, W = 1000, over 2^26 floats; 65,536 x
@@ -20,6 +21,63 @@ import time
 import numpy as np
 
 import multireduce as mr
+
+
+def wall_median(fn, runs=7, warmup=1):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e6)
+    return pystats.median(times)
+
+
+def cpu_main(args):
+    """The CPU bars: a 2^26-float sum against numpy.sum, the matcher against cv2.BFMatcher."""
+    import os
+    import pathlib
+
+    rows = []
+    rng = np.random.default_rng(18)
+    x = rng.standard_normal(1 << (20 if args.quick else 26)).astype(np.float32)
+    assert mr.reduce(x).tobytes() == np.sum(x).tobytes()
+    peer, ours = wall_median(lambda: np.sum(x), runs=21), wall_median(lambda: mr.reduce(x), runs=21)
+    rows.append(dict(case=f"sum of 2^{x.size.bit_length() - 1} float32 (NumPy array)", peer="numpy.sum",
+                     peer_us=peer, multireduce_us=ours, speedup=peer / ours, note=""))
+    try:
+        import cv2
+    except ImportError:
+        cv2 = None
+    d = pathlib.Path(args.data)
+    if cv2 is not None and (d / "query_orb256.npy").exists():
+        for kind in ("orb256", "brisk512"):
+            q, t = np.load(d / f"query_{kind}.npy"), np.load(d / f"train_{kind}.npy")
+            bf = cv2.BFMatcher(cv2.NORM_HAMMING)
+
+            def opencv():
+                kept = []
+                for pair in bf.knnMatch(q, t, k=2):
+                    if len(pair) == 2 and pair[0].distance < 0.8 * pair[1].distance:
+                        kept.append((pair[0].queryIdx, pair[0].trainIdx, int(pair[0].distance)))
+                return np.array(kept, np.int32).reshape(-1, 3)
+
+            want = opencv()
+            got = mr.match(q, t, ratio=0.8, backend="cpu")
+            assert np.array_equal(got, want), "matches differ from OpenCV's"
+            peer = wall_median(opencv, runs=5)
+            ours = wall_median(lambda: mr.match(q, t, ratio=0.8, backend="cpu"), runs=5)
+            rows.append(dict(case=f"match, ratio 0.8, {len(q)} x {len(t)} {kind}", peer=f"cv2.BFMatcher {cv2.__version__}",
+                             peer_us=peer, multireduce_us=ours, speedup=peer / ours,
+                             note=f"{len(got)} matches, {os.cpu_count()} CPU threads"))
+    else:
+        print("bench: no cv2 (pip install opencv-python-headless) or no sample pair: matcher row left out",
+              file=sys.stderr)
+    for r in rows:
+        print(f"{r['case']:<50} {r['peer']:<24} {r['peer_us']:>12.1f} us {r['multireduce_us']:>12.1f} us "
+              f"{r['speedup']:>7.2f}x  {r['note']}")
+    return rows
 
 
 def event_median(fn, stream, runs=20, warmup=3):
@@ -58,7 +116,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--quick", action="store_true", help="smaller sizes (a smoke test)")
+    parser.add_argument("--data", default="tests/data/match/astronaut_warp",
+                        help="the sample image pair's descriptors (the repository's, from its root)")
+    parser.add_argument("--profile", action="store_true", help="also time the pieces of one call (host time)")
+    parser.add_argument("--cpu", action="store_true", help="the CPU rows only (NumPy, OpenCV): no GPU needed")
     args = parser.parse_args()
+    if args.cpu:
+        rows = cpu_main(args)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(dict(machine="cpu", numpy=np.__version__, multireduce=mr.__version__,
+                               date=time.strftime("%Y-%m-%d"), rows=rows), f, indent=1)
+        return 0
 
     import cupy
     import torch
@@ -147,35 +216,37 @@ def main():
             event_median(lambda: sliding_window_view(xc, w).max(-1), stream, runs=5),
             event_median(lambda: mr.window_reduce(xc, w, "max"), stream))
 
-    # 4. the matcher: 65,536 x 65,536 256-bit descriptors, k = 2
+    # 4. the matcher: 65,536 x 65,536 256- and 512-bit descriptors, k = 2
     m = 8192 if args.quick else 65536
-    q = torch.randint(0, 256, (m, 32), dtype=torch.uint8, device=dev, generator=g)
-    t = torch.randint(0, 256, (m, 32), dtype=torch.uint8, device=dev, generator=g)
     shifts = torch.arange(8, device=dev, dtype=torch.uint8)
 
-    def signs(d):  # bits as +-1 int8: hamming = (256 - <a, b>) / 2
+    def signs(d):  # bits as +-1 int8: hamming = (bits - <a, b>) / 2
         bits = (d.unsqueeze(-1) >> shifts) & 1
         return (bits.reshape(d.shape[0], -1).to(torch.int8) * 2 - 1).contiguous()
 
-    qs, ts_t = signs(q), signs(t).t().contiguous()
+    for width in (32, 64):
+        q = torch.randint(0, 256, (m, width), dtype=torch.uint8, device=dev, generator=g)
+        t = torch.randint(0, 256, (m, width), dtype=torch.uint8, device=dev, generator=g)
+        qs, ts_t = signs(q), signs(t).t().contiguous()
 
-    def torch_knn():
-        dists, idxs = [], []
-        for first in range(0, m, 8192):
-            dot = torch._int_mm(qs[first:first + 8192], ts_t)
-            top, idx = torch.topk(dot, 2, dim=1)
-            dists.append((256 - top) // 2)
-            idxs.append(idx)
-        return torch.cat(dists), torch.cat(idxs)
+        def torch_knn():
+            dists, idxs = [], []
+            for first in range(0, m, 8192):
+                dot = torch._int_mm(qs[first:first + 8192], ts_t)
+                top, idx = torch.topk(dot, 2, dim=1)
+                dists.append((8 * width - top) // 2)
+                idxs.append(idx)
+            return torch.cat(dists), torch.cat(idxs)
 
-    want_dist, _ = torch_knn()
-    dist, idx = mr.knn_hamming(q, t, 2)
-    assert torch.equal(dist, want_dist.to(torch.int32)), "distances differ from PyTorch's"
-    peer_us = event_median(torch_knn, stream, runs=5, warmup=1)
-    ours_us = event_median(lambda: mr.knn_hamming(q, t, 2), stream, runs=5, warmup=1)
-    comparisons = m * m
-    row(f"knn k=2, {m} x {m} 256-bit", "torch._int_mm + topk (int8 bits)", peer_us, ours_us,
-        f"{comparisons / peer_us / 1e6:.3f} vs {comparisons / ours_us / 1e6:.2f} T comparisons/s")
+        want_dist, _ = torch_knn()
+        dist, idx = mr.knn_hamming(q, t, 2)
+        assert torch.equal(dist, want_dist.to(torch.int32)), "distances differ from PyTorch's"
+        peer_us = event_median(torch_knn, stream, runs=5, warmup=1)
+        ours_us = event_median(lambda: mr.knn_hamming(q, t, 2), stream, runs=5, warmup=1)
+        comparisons = m * m
+        row(f"knn k=2, {m} x {m} {8 * width}-bit", "torch._int_mm + topk (int8 bits)", peer_us, ours_us,
+            f"{comparisons / peer_us / 1e6:.3f} vs {comparisons / ours_us / 1e6:.2f} T comparisons/s")
+        del qs, ts_t
 
     # 5. whole-array sums: event-timed around one call (the anchor's method), then the host cost
     # of back-to-back calls at 2^14
@@ -191,6 +262,22 @@ def main():
     xc = cupy.asarray(x)
     row("sum of 2^14 float32 (per call, back to back)", "torch.sum", call_overhead(lambda: torch.sum(x)),
         call_overhead(lambda: mr.reduce(x)))
+    if args.profile:  # where a call's host time goes (no peer: each piece alone)
+        from . import _core, _interop
+
+        a, handle = _interop.import_array(x, "x", None)
+        out = torch.empty((), dtype=torch.float32, device=dev)
+        pieces = {
+            "import_array (torch, direct)": lambda: _interop.import_array(x, "x", None),
+            "torch.empty(())": lambda: torch.empty((), dtype=torch.float32, device=dev),
+            "_core.reduce alone": lambda: _core.reduce(a.address, "float32", a.size, a.device, "sum", "whole", 0, 0, 1,
+                                                        0, out.data_ptr(), "cuda", handle),
+            "_core.result_dtype": lambda: _core.result_dtype("sum", "float32"),
+            "x.__dlpack__(stream)": lambda: x.__dlpack__(stream=1),
+        }
+        for label, fn in pieces.items():
+            print(f"  profile: {label:<34} {call_overhead(fn):8.2f} us per call")
+
     row("sum of 2^14 float32 (per call, back to back)", "cupy.sum", call_overhead(lambda: cupy.sum(xc)),
         call_overhead(lambda: mr.reduce(xc)))
 

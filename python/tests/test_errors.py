@@ -21,6 +21,10 @@ def test_dtypes_are_type_errors():
         mr.segmented_reduce(np.zeros(4, np.float32), offsets=np.array([0.0, 4.0]))
     with pytest.raises(TypeError, match="NumPy array"):
         mr.reduce(object())
+    with pytest.raises(TypeError, match="object"):
+        mr.reduce(np.array([1, "a"], dtype=object))
+    with pytest.raises(TypeError, match="complex"):
+        mr.statistics(np.zeros(3, np.complex128))
 
 
 def test_shapes_and_values_are_value_errors():

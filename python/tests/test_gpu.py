@@ -182,3 +182,60 @@ def test_jax_arrays_when_jax_has_a_gpu(rng):
     assert isinstance(s.mean, jax.Array) and abs(float(s.mean) - x.astype(np.float64).mean()) < 1e-9
     w = mr.window_reduce(d, 10, "min")
     np.testing.assert_array_equal(np.asarray(w), ref.window(x, 10, "min"))
+
+
+@pytest.mark.parametrize("fw", FW)
+@pytest.mark.parametrize("dtype", ("int32", "int64", "float32", "float64"))
+def test_device_arrays_give_the_host_path_gpu_answers_bit_for_bit(rng, fw, dtype):
+    """The CLI's GPU backend takes host arrays; device arrays must give the same bits."""
+    _, to_device, to_numpy = fw
+    x = random_array(rng, dtype, 3_000_000)
+    d = to_device(x)
+    for op in ("sum", "min", "max", "argmin", "argmax") + (("xor",) if dtype[0] == "i" else ()):
+        assert to_numpy(mr.reduce(d, op)).tobytes() == mr.reduce(x, op, backend="cuda").tobytes(), op
+    for w in (1, 32, 1000):
+        assert to_numpy(mr.window_reduce(d, w, "sum")).tobytes() == mr.window_reduce(x, w, "sum", backend="cuda").tobytes()
+    assert (to_numpy(mr.segmented_reduce(d, "max", segment_length=1000)).tobytes()
+            == mr.segmented_reduce(x, "max", segment_length=1000, backend="cuda").tobytes())
+
+
+@pytest.mark.parametrize("fw", FW)
+def test_zero_copy(rng, fw):
+    """The input is read in place: no allocation of its size in the framework's memory."""
+    name, to_device, _ = fw
+    x = random_array(rng, "float32", 1 << 24)  # 64 MiB
+    d = to_device(x)
+    if name == "torch":
+        import torch
+
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+        results = (mr.reduce(d, "max"), mr.statistics(d), mr.segmented_reduce(d, "min", segment_length=1024))
+        torch.cuda.synchronize()
+        grown = torch.cuda.max_memory_allocated() - before
+        del results
+    else:
+        import cupy
+
+        pool = cupy.get_default_memory_pool()
+        before = pool.used_bytes()
+        results = (mr.reduce(d, "max"), mr.statistics(d))
+        grown = pool.used_bytes() - before
+        del results
+    assert grown < x.nbytes // 4, f"{grown} bytes allocated for a {x.nbytes}-byte input"
+
+
+def test_past_two_to_the_31_elements():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available() or not mr.cuda_available():
+        pytest.skip("no GPU")
+    n = (1 << 31) + 5
+    x = torch.ones(n, dtype=torch.int8, device="cuda")
+    x[-1] = 3
+    assert int(mr.reduce(x, "sum")) == n + 2
+    assert int(mr.reduce(x, "argmax")) == n - 1
+    s = mr.statistics(x)
+    assert int(s.count) == n and int(s.argmax) == n - 1
+    del x
+    torch.cuda.empty_cache()

@@ -7,7 +7,7 @@ import pytest
 import multireduce as mr
 import reference as ref
 
-SIZES = (0, 1, 7, 1000, 100_003)
+SIZES = (0, 1, 31, 33, 1000, (1 << 20) + 7)
 ALL_DTYPES = ref.INT_DTYPES + ref.FLOAT_DTYPES
 
 
@@ -123,7 +123,7 @@ def test_fixed_segments(rng, length, dtype):
         assert_same(got, ref.reduce(x.reshape(37, length), op, axis=1), dtype, op, exact=False, terms=length)
 
 
-@pytest.mark.parametrize("w", (1, 2, 3, 32, 1000, 5000))
+@pytest.mark.parametrize("w", (1, 2, 3, 32, 1000, 4001, 4002, 5000))  # 4001 = n, then W > n
 @pytest.mark.parametrize("dtype", ("int32", "int64", "float32", "float64", "int8", "float16"))
 def test_windows_as_sliding_window_view(rng, w, dtype):
     x = random_array(rng, dtype, 4001)
@@ -175,6 +175,41 @@ def test_match_cpu(rng, rule):
     got = mr.match(q, t, backend="cpu", **rule)
     assert got.dtype == np.int32 and got.ndim == 2 and got.shape[1] == 3
     np.testing.assert_array_equal(got, ref.match(q, t, **rule))
+
+
+@pytest.mark.parametrize("kind", ("orb256", "brisk512"))
+@pytest.mark.parametrize("backend", ("cpu", "auto"))
+def test_knn_on_the_sample_pair_is_opencvs(kind, backend):
+    """../shared/data's real descriptors (copied to tests/data/match) against OpenCV's knnMatch."""
+    import pathlib
+
+    d = pathlib.Path(__file__).resolve().parents[2] / "tests" / "data" / "match" / "astronaut_warp"
+    q, t = np.load(d / f"query_{kind}.npy"), np.load(d / f"train_{kind}.npy")
+    dist, idx = mr.knn_hamming(q, t, 2, backend=backend)
+    np.testing.assert_array_equal(dist, np.load(d / f"knn_{kind}_dist.npy"))
+    np.testing.assert_array_equal(idx, np.load(d / f"knn_{kind}_idx.npy"))
+    want_dist, want_idx = ref.knn(q[:500], t, 2)  # and the NumPy brute force, on a slice
+    np.testing.assert_array_equal(dist[:500], want_dist)
+
+
+def test_zero_dimensional_inputs():
+    x = np.float32(2.5)
+    assert mr.reduce(x) == np.float32(2.5) and mr.reduce(np.array(7, np.int16), "argmax") == 0
+    assert int(mr.statistics(np.array(3.0)).count) == 1
+    with pytest.raises(ValueError, match="axis"):
+        mr.reduce(np.array(3.0), axis=0)
+
+
+def test_a_refused_out_is_left_as_it_was():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    out = np.full(4, -7, np.float64)
+    with pytest.raises(TypeError):
+        mr.reduce(x, "sum", axis=0, out=out)
+    np.testing.assert_array_equal(out, -7)
+    out = np.full(3, -7, np.float32)
+    with pytest.raises(ValueError):
+        mr.reduce(x, "sum", axis=0, out=out)
+    np.testing.assert_array_equal(out, -7)
 
 
 def test_match_on_the_sample_pair_is_opencvs():
