@@ -71,25 +71,26 @@ def _unsupported(reason: str, a: Imported) -> Exception:
     return TypeError(message) if a.dtype in reason or "dtype" in reason else ValueError(message)
 
 
-def _run(a: Imported, stream: int, backend: str, device_call, host_call):
-    """Runs a job where backend says: device_call(backend) on the GPU for a device array (falling
-    back, for 'auto', to host_call on a host copy when the GPU cannot run it), host_call(backend)
-    for a host array. Returns what the call that ran returns."""
+def _run(a: Imported, backend: str, on, host_copies=None, host_auto: str = "cpu"):
+    """Runs on(where_backend, copies) where backend says. copies is None when the job reads the
+    arrays where they are, else NumPy copies of device arrays (host_copies(), default a's): a host
+    array runs as asked ('auto': host_auto -- the CPU, where the data lives, or for the matcher the
+    runtime's own choice, the GPU when it runs the job); a device array on its GPU, or for 'cpu' on
+    host copies, or for 'auto' on host copies when the GPU cannot run the job."""
     if a.device < 0:
-        if backend == "auto":
-            backend = "cpu"  # where the data lives
         try:
-            return host_call(backend, None)
+            return on(host_auto if backend == "auto" else backend, None)
         except _core.Unsupported as e:
             raise _unsupported(str(e), a) from None
+    copies = host_copies or (lambda: _interop.to_host(a))
     if backend == "cpu":
-        return host_call("cpu", _interop.to_host(a))
+        return on("cpu", copies())
     try:
-        return device_call("cuda")
+        return on("cuda", None)
     except _core.Unsupported as e:
         if backend == "cuda":
             raise _unsupported(str(e), a) from None
-        return host_call("cpu", _interop.to_host(a))
+        return on("cpu", copies())
 
 
 def _result(out, a: Imported, shape: Tuple[int, ...], dtype: str, stream: int, on_host: bool):
@@ -111,10 +112,9 @@ def _deliver(result, out, a: Imported, on_host: bool):
     given); every result ends up in the input's framework."""
     if on_host and a.device >= 0:
         if out is not None:
-            back = _interop.to_framework(result, a)
-            out[...] = back
+            out[...] = _interop.to_framework(result, a)
             return out
-        return _interop.finish(_interop.to_framework(result, a), a)
+        return _interop.like_input(result, a)
     if out is not None:
         return out
     return _interop.finish(result, a)
@@ -148,7 +148,7 @@ def _reduce_job(a: Imported, op: str, shape: str, length: int, segments: int, in
                      where_backend, stream)
         return _deliver(target, out, a, on_host)
 
-    return _run(a, stream, backend, lambda b: on(b, None), on)
+    return _run(a, backend, on)
 
 
 # ---- reduce, segmented_reduce, window_reduce -------------------------------------------------------
@@ -279,15 +279,13 @@ def statistics(x, *, backend: str = "auto", stream=None) -> Statistics:
             values = [buffer[o:o + np.dtype(t).itemsize].view(t).reshape(()) for _, o, t in fields]
             if a.dtype == "float16":
                 values[5], values[7] = values[5].astype(np.float16), values[7].astype(np.float16)
-            if a.device >= 0 or a.framework != "numpy":
-                values = [_interop.finish(_interop.to_framework(v, a), a) for v in values]
-            return Statistics(*values)
+            return Statistics(*[_interop.like_input(v, a) for v in values])
         buffer = _interop.empty(a, (nbytes,), "uint8")
         _core.statistics(a.address, a.dtype, a.size, a.device, _interop.address_of(buffer), where_backend, handle)
         values = [_view(buffer, o, t) for _, o, t in fields]
         return Statistics(*[_interop.finish(v, a) for v in values])
 
-    return _run(a, handle, backend, lambda b: on(b, None), on)
+    return _run(a, backend, on)
 
 
 def _view(buffer, offset: int, dtype: str):
@@ -317,13 +315,6 @@ def _descriptors(query, train, stream):
     return q, t, handle
 
 
-def _matcher_backend(q: Imported, backend: str) -> str:
-    _check_backend(backend)
-    if backend == "auto":
-        return "cuda" if q.device >= 0 or cuda_available() else "cpu"
-    return backend
-
-
 def knn_hamming(query, train, k: int = 2, *, backend: str = "auto", stream=None):
     """The k nearest training descriptors of every query by Hamming distance: (dist, idx), each an
     int32 array (len(query), k) of the input's framework, nearest first in OpenCV's order
@@ -332,7 +323,7 @@ def knn_hamming(query, train, k: int = 2, *, backend: str = "auto", stream=None)
     when there is one (the search is compute-bound: a host array's upload is cheap beside it)."""
     q, t, handle = _descriptors(query, train, stream)
     k = _integer(k, "k")
-    backend = _matcher_backend(q, backend)
+    _check_backend(backend)
     nq, nt, width = q.shape[0], t.shape[0], q.shape[1]
 
     def on(where_backend: str, copies):
@@ -344,25 +335,9 @@ def knn_hamming(query, train, k: int = 2, *, backend: str = "auto", stream=None)
         qa, ta = (q.address, t.address) if copies is None else (copies[0].ctypes.data, copies[1].ctypes.data)
         idx, dist = np.empty((nq, k), np.int32), np.empty((nq, k), np.int32)
         _core.knn(qa, nq, ta, nt, width, k, -1, idx.ctypes.data, dist.ctypes.data, 0, where_backend, 0)
-        if q.device >= 0 or q.framework != "numpy":
-            return tuple(_interop.finish(_interop.to_framework(v, q), q) for v in (dist, idx))
-        return dist, idx
+        return _interop.like_input(dist, q), _interop.like_input(idx, q)
 
-    return _run_matcher(q, t, backend, on)
-
-
-def _run_matcher(q: Imported, t: Imported, backend: str, on):
-    if q.device < 0:
-        try:
-            return on(backend, None)
-        except _core.Unsupported as e:
-            raise _unsupported(str(e), q) from None
-    if backend == "cpu":
-        return on("cpu", (_interop.to_host(q), _interop.to_host(t)))
-    try:
-        return on("cuda", None)
-    except _core.Unsupported:
-        return on("cpu", (_interop.to_host(q), _interop.to_host(t)))
+    return _run(q, backend, on, lambda: (_interop.to_host(q), _interop.to_host(t)), host_auto="auto")
 
 
 def match(query, train, *, ratio: Optional[float] = None, margin: Optional[int] = None,
@@ -374,7 +349,7 @@ def match(query, train, *, ratio: Optional[float] = None, margin: Optional[int] 
     cross_check -- the query is its nearest training descriptor's nearest query. With no rule,
     every query's nearest neighbour. The same matches as OpenCV's BFMatcher with NORM_HAMMING."""
     q, t, handle = _descriptors(query, train, stream)
-    r = -1.0 if ratio is None else float(ratio)
+    r = 0.0 if ratio is None else float(ratio)  # 0: no ratio test
     if ratio is not None and not (0 < r <= 1):
         raise ValueError(f"ratio must be in (0, 1], got {ratio}")
     m = -1 if margin is None else _integer(margin, "margin")
@@ -385,40 +360,32 @@ def match(query, train, *, ratio: Optional[float] = None, margin: Optional[int] 
         raise ValueError(f"max_distance must not be negative, got {d}")
     cross = bool(cross_check)
     k = 2 if (ratio is not None or margin is not None) else 1
-    r = 0.0 if ratio is None else r
-    _core.check_match_rule(r, m, d, cross, k)
-    backend = _matcher_backend(q, backend)
+    _core.check_match_rule(r, m, d, cross)
+    _check_backend(backend)
     nq, nt, width = q.shape[0], t.shape[0], q.shape[1]
 
+    reverse_needed = cross and nq > 0 and nt > 0  # (an empty set keeps no matches: no reverse search)
+
     def on(where_backend: str, copies):
-        idx, dist = np.empty((nq, k), np.int32), np.empty((nq, k), np.int32)
-        reverse = np.empty(max(nt, 1), np.int32) if cross else None
-        if copies is None and q.device >= 0:
+        reverse = np.empty(nt, np.int32) if reverse_needed else None
+        if copies is None and q.device >= 0:  # the searches on the GPU, their lists read back
             didx, ddist = _interop.empty(q, (nq, k), "int32"), _interop.empty(q, (nq, k), "int32")
             _core.knn(q.address, nq, t.address, nt, width, k, q.device, _interop.address_of(didx),
                       _interop.address_of(ddist), 0, where_backend, handle)
-            if cross and nq > 0 and nt > 0:
+            if reverse_needed:
                 ridx, rdist = _interop.empty(q, (nt, 1), "int32"), _interop.empty(q, (nt, 1), "int32")
                 _core.knn(t.address, nt, q.address, nq, width, 1, q.device, _interop.address_of(ridx),
                           _interop.address_of(rdist), 0, where_backend, handle)
-                reverse = _to_numpy(ridx).reshape(-1)
-            idx, dist = _to_numpy(didx), _to_numpy(ddist)
+                reverse = _interop.to_numpy(ridx).reshape(-1)
+            idx, dist = _interop.to_numpy(didx), _interop.to_numpy(ddist)
         else:
+            idx, dist = np.empty((nq, k), np.int32), np.empty((nq, k), np.int32)
             qa, ta = (q.address, t.address) if copies is None else (copies[0].ctypes.data, copies[1].ctypes.data)
             _core.knn(qa, nq, ta, nt, width, k, -1, idx.ctypes.data, dist.ctypes.data,
-                      reverse.ctypes.data if cross and nq > 0 and nt > 0 else 0, where_backend, 0)
+                      reverse.ctypes.data if reverse_needed else 0, where_backend, 0)
         rows = np.empty((nq, 3), np.int32)
-        use_reverse = reverse.ctypes.data if cross and nq > 0 and nt > 0 else 0
-        kept = _core.accept(idx.ctypes.data, dist.ctypes.data, nq, k, r, m, d, cross, use_reverse, rows.ctypes.data)
-        result = np.ascontiguousarray(rows[:kept])
-        if q.device >= 0 or q.framework != "numpy":
-            return _interop.finish(_interop.to_framework(result, q), q)
-        return result
+        kept = _core.accept(idx.ctypes.data, dist.ctypes.data, nq, k, r, m, d, cross,
+                            reverse.ctypes.data if reverse_needed else 0, rows.ctypes.data)
+        return _interop.like_input(np.ascontiguousarray(rows[:kept]), q)
 
-    return _run_matcher(q, t, backend, on)
-
-
-def _to_numpy(device_array) -> np.ndarray:
-    if type(device_array).__module__.split(".")[0] == "torch":
-        return device_array.cpu().numpy()
-    return device_array.get()
+    return _run(q, backend, on, lambda: (_interop.to_host(q), _interop.to_host(t)), host_auto="auto")

@@ -108,7 +108,7 @@ def _dlpack_stream(handle: int) -> int:
 # ---- importing -----------------------------------------------------------------------------------
 
 
-def _check_contiguous(name: str, shape: Sequence[int], strides: Optional[Sequence[int]], itemsize: int) -> None:
+def _check_contiguous(name: str, shape: Sequence[int], strides: Optional[Sequence[int]]) -> None:
     """strides in elements (None: C order). Raises ValueError unless C-contiguous."""
     if strides is None or math.prod(shape) == 0:
         return
@@ -133,8 +133,8 @@ def _from_numpy(a: np.ndarray, name: str, framework: str, obj) -> Imported:
         raise TypeError(f"{name} has non-native byte order ({a.dtype.str}); pass a.astype(a.dtype.newbyteorder('='))")
     dtype = _check_dtype(name, a.dtype.name)
     if not a.flags.c_contiguous and a.size > 0:
-        _check_contiguous(name, a.shape, [s // a.itemsize for s in a.strides], a.itemsize)
-        raise ValueError(f"{name} is not C-contiguous; pass numpy.ascontiguousarray({name})")
+        raise ValueError(f"{name} is not C-contiguous (strides {a.strides} for shape {a.shape}); "
+                         f"pass numpy.ascontiguousarray({name})")
     return Imported(obj, framework, a.__array_interface__["data"][0], dtype, a.shape, -1, keep=a)
 
 
@@ -206,7 +206,7 @@ def import_array(x, name: str, stream) -> Tuple[Imported, int]:
             raise TypeError(f"{name} is on a device multireduce does not run on (DLPack device type {device_type})")
         address, dtype, shape, strides, _, _, _ = _core.dlpack_info(capsule)
         _check_dtype(name, dtype)
-        _check_contiguous(name, shape, strides, np.dtype(dtype).itemsize)
+        _check_contiguous(name, shape, strides)
         return Imported(x, framework, address, dtype, shape, device, keep=capsule), handle
     cai = getattr(x, "__cuda_array_interface__", None)
     if cai is not None:
@@ -215,11 +215,11 @@ def import_array(x, name: str, stream) -> Tuple[Imported, int]:
             raise TypeError(f"{name} has non-native byte order")
         itemsize = np.dtype(dtype).itemsize
         strides = cai.get("strides")
-        _check_contiguous(name, cai["shape"], None if strides is None else [s // itemsize for s in strides], itemsize)
+        _check_contiguous(name, cai["shape"], None if strides is None else [s // itemsize for s in strides])
         device = _cai_device(cai["data"][0])
         handle = stream_handle(stream, x, framework, device)
         producer = cai.get("stream")
-        if producer not in (None, handle) and producer is not None:
+        if producer not in (None, handle):
             _wait_for(producer, handle, device)
         return Imported(x, framework, cai["data"][0], dtype, cai["shape"], device), handle
     if isinstance(x, (list, tuple, int, float)):
@@ -297,9 +297,7 @@ def finish(result, like: Imported):
         if like.device < 0:
             return jax.numpy.asarray(result)
         return jax.dlpack.from_dlpack(result)
-    if like.framework == "other" and like.device >= 0:
-        return result  # a CuPy or PyTorch array (both speak DLPack and the CUDA array interface)
-    return result
+    return result  # other frameworks' device results: CuPy or PyTorch arrays (DLPack, CUDA array interface)
 
 
 def address_of(result) -> int:
@@ -310,18 +308,29 @@ def address_of(result) -> int:
     return int(result.data.ptr)  # cupy
 
 
-def to_host(a: Imported) -> np.ndarray:
-    """A NumPy copy of a device array (the CPU fallback of a job the GPU cannot run)."""
-    x = a.obj
-    if a.framework == "torch":
+def to_numpy(x) -> np.ndarray:
+    """A NumPy copy of a device array of any framework (CuPy and PyTorch directly, JAX by its own
+    conversion, others through CuPy and the CUDA array interface)."""
+    framework = framework_of(x)
+    if framework == "torch":
         return x.detach().cpu().numpy()
-    if a.framework == "cupy":
+    if framework == "cupy":
         return x.get()
-    if a.framework == "jax":
+    if framework == "jax":
         return np.asarray(x)
     import cupy
 
     return cupy.asarray(x).get()
+
+
+def to_host(a: Imported) -> np.ndarray:
+    """A NumPy copy of an imported device array (the CPU fallback of a job the GPU cannot run)."""
+    return to_numpy(a.obj)
+
+
+def like_input(host: np.ndarray, like: Imported):
+    """A NumPy result as an array of like's framework, on like's device."""
+    return finish(to_framework(host, like), like)
 
 
 def to_framework(host: np.ndarray, like: Imported):

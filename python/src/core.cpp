@@ -257,10 +257,8 @@ std::int64_t accept(std::uintptr_t idx, std::uintptr_t dist, std::int64_t querie
   return static_cast<std::int64_t>(kept.size());
 }
 
-void check_match_rule(double ratio, int margin, int max_distance, bool cross_check, int k) {
-  const multireduce::match_rule rule{ratio, margin, max_distance, cross_check};
-  multireduce::check_match_rule(rule);
-  if ((ratio > 0 || margin >= 0) && k < 2) throw std::invalid_argument("the ratio and margin tests need k >= 2");
+void check_match_rule(double ratio, int margin, int max_distance, bool cross_check) {
+  multireduce::check_match_rule(multireduce::match_rule{ratio, margin, max_distance, cross_check});
 }
 
 std::string trace(const std::string& algorithm, int batches, int width) {
@@ -320,6 +318,6 @@ NB_MODULE(_core, m) {
         nb::arg("ratio"), nb::arg("margin"), nb::arg("max_distance"), nb::arg("cross_check"),
         nb::arg("reverse_nearest"), nb::arg("out"));
   m.def("check_match_rule", &check_match_rule, nb::arg("ratio"), nb::arg("margin"), nb::arg("max_distance"),
-        nb::arg("cross_check"), nb::arg("k"));
+        nb::arg("cross_check"));
   m.def("trace", &trace, nb::arg("algorithm"), nb::arg("batches"), nb::arg("width"));
 }
