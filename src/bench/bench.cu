@@ -1,5 +1,7 @@
 // bench.cu -- the GPU suites' harness: checks and describes the device, starts the JSON record,
 // then runs the suite (bench_util.cuh: run_on_gpu).
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 #include <exception>
@@ -8,12 +10,34 @@
 
 #include <nlohmann/json.hpp>
 
+#include <multireduce/cuda/detail/launch.cuh>
+
 #include "bench.hpp"
 #include "bench_util.cuh"
 
 namespace multireduce::bench {
 
 namespace {
+
+/// Reads `vectors` 16-byte words and nothing else (their XOR, stored only if it equals a value no
+/// reduction input of the suites makes): strictly less work than any reduction of them.
+__global__ void read_only_kernel(const uint4* in, std::int64_t vectors, unsigned* sink) {
+  const std::int64_t threads = std::int64_t(gridDim.x) * blockDim.x;
+  unsigned acc = 0;
+  std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (; i + 3 * threads < vectors; i += 4 * threads) {
+    uint4 v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) v[u] = __ldg(in + i + u * threads);
+#pragma unroll
+    for (int u = 0; u < 4; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+  }
+  for (; i < vectors; i += threads) {
+    const uint4 v = __ldg(in + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x9e3779b9u) *sink = acc;
+}
 
 device_info describe_device(int ordinal) {
   device_info d;
@@ -33,6 +57,12 @@ device_info describe_device(int ordinal) {
   return d;
 }
 
+int count_gpus() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+}
+const bool probe_registered = set_gpu_probe(&count_gpus);
+
 std::string utc_now_iso() {
   const std::time_t now = std::time(nullptr);
   std::tm utc{};
@@ -43,6 +73,27 @@ std::string utc_now_iso() {
 }
 
 }  // namespace
+
+double read_floor_us(const void* in, std::int64_t bytes, int sms, const options& opts, bool isolated) {
+  device_buffer<unsigned> sink(1);
+  double best = 1e30;
+  const std::int64_t vectors = bytes / 16;
+  for (int threads : {256, 512, 1024}) {
+    for (int per_sm : {1, 2, 4, 8}) {
+      if (threads * per_sm > 2048) continue;
+      const std::int64_t needed = (vectors + threads - 1) / threads;
+      const int blocks = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(needed, std::int64_t(sms) * per_sm)));
+      auto launch = [&] {
+        MULTIREDUCE_BENCH_CHECK(cuda::launch(read_only_kernel, blocks, threads, 0, nullptr,
+                                             static_cast<const uint4*>(in), vectors, sink.data()));
+      };
+      const timing t = isolated ? time_isolated(launch, opts.warmup, opts.repetitions)
+                                : time_launches(launch, opts.warmup, opts.repetitions);
+      best = std::min(best, t.median_ms * 1e3);
+    }
+  }
+  return best;
+}
 
 int run_on_gpu(const options& opts, nlohmann::json& record, gpu_suite_entry entry) {
   const char* name = opts.suite.c_str();

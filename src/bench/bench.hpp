@@ -12,7 +12,9 @@
 namespace multireduce::bench {
 
 struct options {
-  std::string suite;        ///< a registered suite's name
+  std::string suite;        ///< a registered suite's name; "" = every suite this build has
+  std::string csv_path;     ///< write the rows of every table as CSV here ("" = don't)
+  bool list = false;        ///< print the suites and exit
   std::string json_path;    ///< write results as JSON here ("" = don't)
   int repetitions = 51;     ///< timed runs per kernel; the median is reported
   int warmup = 5;           ///< untimed runs first
@@ -30,8 +32,9 @@ struct suite {
 };
 
 /// The suites that need a GPU, registered only in a build with CUDA (a build without says so).
-inline constexpr std::array<std::string_view, 7> gpu_suite_names{"match", "match-huge", "reduce", "segmented",
-                                                                  "stats", "warp", "window"};
+inline constexpr std::array<std::string_view, 12> gpu_suite_names{
+    "harris", "hip-tutorial", "kepler", "match", "match-huge", "paper", "reduce", "segmented", "shared-vs-warp",
+    "stats",  "warp",         "window"};
 
 /// Adds a suite; @return true (so that `const bool registered = register_suite(...)` runs it at
 /// static initialisation).
@@ -41,7 +44,16 @@ const std::vector<suite>& suites();
 /// "warp, reduce, ..." for help texts and messages.
 std::string suite_names();
 
-/// Runs the suite opts.suite, writes its JSON record; @return a process exit code.
+/// Lets a build with CUDA tell `bench` how many GPUs there are (bench.cu registers it at static
+/// initialisation); @return true.
+bool set_gpu_probe(int (*probe)());
+
+/// Runs the suite opts.suite (every suite when it is empty, the GPU ones only where there is a GPU),
+/// writes its JSON record and CSV rows; @return a process exit code.
 int run(const options& opts);
+
+/// The rows of every table in a suite's record (or in an all-suites record), flattened to CSV:
+/// one header of every column seen, a "suite" and a "table" column first.
+std::string csv_of(const nlohmann::json& record);
 
 }  // namespace multireduce::bench

@@ -20,48 +20,6 @@ namespace {
 
 namespace mc = multireduce::cuda;
 
-/// Reads n floats and nothing else (a sum no one stores unless it equals a value it never takes):
-/// strictly less work than any reduction of them.
-__global__ void read_only_kernel(const float4* in, std::int64_t vectors, float* sink) {
-  const std::int64_t threads = std::int64_t(gridDim.x) * blockDim.x;
-  float acc = 0;
-  std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  for (; i + 3 * threads < vectors; i += 4 * threads) {
-    float4 v[4];
-#pragma unroll
-    for (int u = 0; u < 4; ++u) v[u] = __ldg(in + i + u * threads);
-#pragma unroll
-    for (int u = 0; u < 4; ++u) acc += v[u].x + v[u].y + v[u].z + v[u].w;
-  }
-  for (; i < vectors; i += threads) {
-    const float4 v = __ldg(in + i);
-    acc += v.x + v.y + v.z + v.w;
-  }
-  if (acc == 0.0625f) *sink = acc;  // sums of multiples of 1/8 (the bench input) never are 1/16
-}
-
-/// The floor under any one-launch reduction of n floats: the fastest of several shapes of a kernel
-/// that only reads them (the empty kernel for n = 0), timed back to back or isolated.
-double read_floor_us(const float* in, std::int64_t n, float* sink, int sms, const options& opts, bool isolated) {
-  double best = 1e30;
-  const std::int64_t vectors = n / 4;
-  for (int threads : {256, 512, 1024}) {
-    for (int per_sm : {1, 2, 4, 8}) {
-      if (threads * per_sm > 2048) continue;
-      const std::int64_t needed = (vectors + threads - 1) / threads;
-      const int blocks = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(needed, std::int64_t(sms) * per_sm)));
-      auto launch = [&] {
-        MULTIREDUCE_BENCH_CHECK(cuda::launch(read_only_kernel, blocks, threads, 0, nullptr,
-                                             reinterpret_cast<const float4*>(in), vectors, sink));
-      };
-      const timing t = isolated ? time_isolated(launch, opts.warmup, opts.repetitions)
-                                : time_launches(launch, opts.warmup, opts.repetitions);
-      best = std::min(best, t.median_ms * 1e3);
-    }
-  }
-  return best;
-}
-
 int run_reduce(const options& opts, const device_info& device, nlohmann::json& results) {
   const int max_log = opts.quick ? 24 : 28;
   const auto host = bench_input(std::size_t(1) << max_log, 1);
@@ -117,8 +75,8 @@ int run_reduce(const options& opts, const device_info& device, nlohmann::json& r
     const timing tci = time_isolated(cub_run, opts.warmup, opts.repetitions);
     const timing toi = time_isolated(ours, opts.warmup, opts.repetitions);
     const double gbps = double(n) * 4 / (to.median_ms * 1e-3) / 1e9;
-    const double floor_us = read_floor_us(in.data(), n, out.data(), device.sm_count, opts, false);
-    const double floor_isolated_us = read_floor_us(in.data(), n, out.data(), device.sm_count, opts, true);
+    const double floor_us = read_floor_us(in.data(), n * 4, device.sm_count, opts, false);
+    const double floor_isolated_us = read_floor_us(in.data(), n * 4, device.sm_count, opts, true);
     const double most = tc.median_ms * 1e3 / floor_us, most_isolated = tci.median_ms * 1e3 / floor_isolated_us;
     std::printf("%10lld %12.2f %12.2f %14.2f %12.0f %9.2f %9.2f %9.2f | isolated: %9.2f %9.2f %9.2f %9.2f\n",
                 (long long)n, tc.median_ms * 1e3, to.median_ms * 1e3, ta.median_ms * 1e3, gbps,

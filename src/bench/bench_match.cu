@@ -49,16 +49,11 @@ bool verify_against_cpu(const char* what, const std::uint8_t* query, std::int64_
 bool run_batched(const options& opts, nlohmann::json& results);
 bool run_streamed(const options& opts, nlohmann::json& results);
 
-int run_match(const options& opts, const device_info&, nlohmann::json& results) {
-  struct config {
-    std::int64_t queries, trains;
-    int bytes;
-  };
-  std::vector<config> configs = {{65536, 65536, 32}, {65536, 65536, 64}, {10000, 10000, 64}, {10000, 10000, 32}};
-  if (opts.quick) configs = {{4096, 4096, 32}, {4096, 4096, 64}};
+}  // namespace
+
+bool match_throughput(const options& opts, const std::vector<match_config>& configs, nlohmann::json& rows) {
   const int k = 2;
   bool ok = true;
-  nlohmann::json rows = nlohmann::json::array();
   std::printf("%9s %9s %5s  %-12s %10s %12s\n", "queries", "train", "bits", "kernel", "ms", "T cmp/s");
   for (const auto& c : configs) {
     const auto query = random_bytes(std::size_t(c.queries) * std::size_t(c.bytes), 11 + std::uint64_t(c.bytes));
@@ -76,10 +71,12 @@ int run_match(const options& opts, const device_info&, nlohmann::json& results) 
       dist.fill_bytes(0xff);
       run();
       // The first and the last 512 queries against the CPU matcher.
-      ok = verify_against_cpu(name, query.data(), sample, train.data(), c.trains, c.bytes, k, idx.data(), dist.data()) &&
-           verify_against_cpu(name, query.data() + last * c.bytes, sample, train.data(), c.trains, c.bytes, k,
-                       idx.data() + last * k, dist.data() + last * k) &&
-           ok;
+      const bool verified =
+          verify_against_cpu(name, query.data(), sample, train.data(), c.trains, c.bytes, k, idx.data(), dist.data()) &&
+          verify_against_cpu(name, query.data() + last * c.bytes, sample, train.data(), c.trains, c.bytes, k,
+                             idx.data() + last * k, dist.data() + last * k);
+      ok = verified && ok;
+      if (!verified) continue;
       const int reps = c.queries * c.trains > (std::int64_t(1) << 30) ? std::min(opts.repetitions, 11) : opts.repetitions;
       const timing t = time_launches(run, std::min(opts.warmup, 2), reps);
       const double rate = double(c.queries) * double(c.trains) / (t.median_ms * 1e-3) / 1e12;
@@ -89,6 +86,16 @@ int run_match(const options& opts, const device_info&, nlohmann::json& results) 
                       {"ms", t.median_ms}, {"tera_comparisons_per_s", rate}});
     }
   }
+  return ok;
+}
+
+namespace {
+
+int run_match(const options& opts, const device_info&, nlohmann::json& results) {
+  std::vector<match_config> configs = {{65536, 65536, 32}, {65536, 65536, 64}, {10000, 10000, 64}, {10000, 10000, 32}};
+  if (opts.quick) configs = {{4096, 4096, 32}, {4096, 4096, 64}};
+  nlohmann::json rows = nlohmann::json::array();
+  bool ok = match_throughput(opts, configs, rows);
   results["match"] = rows;
   if (!run_batched(opts, results) || !run_streamed(opts, results)) ok = false;
   return ok ? 0 : 1;

@@ -5,10 +5,15 @@
 
 #include <cuda_runtime.h>
 
+#include <cub/device/device_reduce.cuh>
+#include <cub/version.cuh>
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <functional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -20,6 +25,8 @@
 #include <multireduce/cuda/detail/device_buffer.cuh>
 #include <multireduce/cuda/detail/error.cuh>
 #include <multireduce/cuda/detail/stream.cuh>
+#include <multireduce/cuda/workspace.cuh>
+#include <multireduce/operators.hpp>
 
 #include "bench.hpp"
 
@@ -119,6 +126,84 @@ inline double copy_bandwidth(int warmup, int repetitions) {
   return 2.0 * double(bytes) / (t.median_ms * 1e-3) / 1e9;
 }
 
+/// The floor under any one-launch pass over `bytes` bytes of device memory (16-byte aligned, a
+/// multiple of 16): the fastest of several grid shapes of a kernel that only reads them, timed back
+/// to back or isolated (bench.cu). The "read ceiling" of the seed suites: bytes / floor.
+double read_floor_us(const void* in, std::int64_t bytes, int sms, const options& opts, bool isolated);
+
+/// One row of a seed suite's table: a whole reduction of the suite's input by one kernel of a
+/// document (or by CUB, or by multireduce), its value left at the device pointer `result`.
+template <class T>
+struct ladder_step {
+  std::string kernel;  ///< the document's name for it ("kernel 4: first add during global load")
+  std::string source;  ///< where the document has it ("004, slide 'Reduction #4'")
+  std::function<void()> run;
+  const T* result = nullptr;
+  double published_gb_per_s = 0;  ///< the document's own figure for this kernel, 0 = none
+};
+
+/// The rows of one input size: poisons each step's result, runs it once and compares the value
+/// with `want` exactly, then times the steps that verified (back to back, median), and prints the
+/// document's table: time, GB/s (bytes read), step and cumulative speed-up (over the row before and
+/// the first row), and the fraction of the read ceiling measured in this run (`ceiling_us`).
+/// Appends one JSON object per step to `rows`. @return false when a step's value was wrong.
+template <class T>
+bool run_ladder(std::int64_t n, T want, std::vector<ladder_step<T>>& steps, double ceiling_us, const options& opts,
+                nlohmann::json& rows) {
+  const double bytes = double(n) * sizeof(T);
+  std::printf("\nn = %lld (%.0f MB): read ceiling %.1f us = %.0f GB/s\n", (long long)n, bytes / 1e6, ceiling_us,
+              bytes / (ceiling_us * 1e-6) / 1e9);
+  std::printf("%-58s %11s %9s %8s %8s %9s\n", "kernel", "time us", "GB/s", "step x", "cumul x", "ceiling");
+  bool ok = true;
+  double first_us = 0, previous_us = 0;
+  for (auto& step : steps) {
+    MULTIREDUCE_BENCH_CHECK(cudaMemset(const_cast<T*>(step.result), 0x7f, sizeof(T)));
+    step.run();
+    MULTIREDUCE_BENCH_CHECK(cudaDeviceSynchronize());
+    T got{};
+    MULTIREDUCE_BENCH_CHECK(cudaMemcpy(&got, step.result, sizeof(T), cudaMemcpyDeviceToHost));
+    nlohmann::json row = {{"n", n}, {"kernel", step.kernel}, {"source", step.source}, {"verified", got == want}};
+    if (step.published_gb_per_s > 0) row["published_gb_per_s"] = step.published_gb_per_s;
+    if (!(got == want)) {
+      std::printf("%-58s VERIFY FAILED: %lld, expected %lld\n", step.kernel.c_str(), (long long)got, (long long)want);
+      ok = false;
+      rows.push_back(row);
+      continue;
+    }
+    const timing t = time_launches(step.run, opts.warmup, opts.repetitions);
+    const double us = t.median_ms * 1e3;
+    if (first_us == 0) first_us = us;
+    const double step_x = previous_us > 0 ? previous_us / us : 1.0, cumulative_x = first_us / us;
+    previous_us = us;
+    const double gbps = bytes / (us * 1e-6) / 1e9;
+    std::printf("%-58s %11.2f %9.1f %8.2f %8.2f %8.1f%%\n", step.kernel.c_str(), us, gbps, step_x, cumulative_x,
+                100.0 * ceiling_us / us);
+    row["us"] = us;
+    row["gb_per_s"] = gbps;
+    row["step_speedup"] = step_x;
+    row["cumulative_speedup"] = cumulative_x;
+    row["fraction_of_read_ceiling"] = ceiling_us / us;
+    rows.push_back(row);
+  }
+  return ok;
+}
+
+/// CUB's DeviceReduce::Sum and this library's reduce, as the last two rows of a table.
+template <class T>
+void add_library_rows(std::vector<ladder_step<T>>& steps, const T* in, std::int64_t n, T* out_cub, T* out_ours,
+                      device_buffer<char>& cub_temp, cuda::workspace& ws) {
+  std::size_t cub_bytes = 0;
+  MULTIREDUCE_BENCH_CHECK(cub::DeviceReduce::Sum(nullptr, cub_bytes, in, out_cub, n));
+  if (cub_temp.size() < cub_bytes) cub_temp = device_buffer<char>(cub_bytes);
+  char* temp = cub_temp.data();
+  steps.push_back({"CUB " + std::to_string(CUB_MAJOR_VERSION) + "." + std::to_string(CUB_MINOR_VERSION) + "." +
+                       std::to_string(CUB_SUBMINOR_VERSION) + " DeviceReduce::Sum",
+                   "the toolkit's CUB",
+                   [=]() mutable { MULTIREDUCE_BENCH_CHECK(cub::DeviceReduce::Sum(temp, cub_bytes, in, out_cub, n)); }, out_cub});
+  steps.push_back({"multireduce reduce (workspace::reduce_async)", "this library",
+                   [=, &ws] { ws.reduce_async(in, n, out_ours, multireduce::sum{}, T{0}); }, out_ours});
+}
+
 /// The GPU a suite runs on, as the suites need it (and as the JSON reports it).
 struct device_info {
   int ordinal = 0;
@@ -137,6 +222,20 @@ using gpu_suite_entry = int (*)(const options& opts, const device_info& device, 
 
 /// Checks and describes the device, starts the JSON record, runs the entry (bench.cu).
 int run_on_gpu(const options& opts, nlohmann::json& record, gpu_suite_entry entry);
+
+/// The paper's section-7 benchmark, Figure 2 (bench_warp.cu): the `warp` suite, and the first half
+/// of the `paper` suite.
+int run_warp_suite(const options& opts, const device_info& device, nlohmann::json& record);
+
+/// One k-NN search size of the matcher's throughput table (bench_match.cu).
+struct match_config {
+  std::int64_t queries, trains;
+  int bytes;  ///< descriptor width: 32 (256-bit ORB) or 64 (512-bit BRISK)
+};
+/// Times both GPU paths (tensor cores, the CUDAK2NN-style popcount kernel) of a k = 2 search per
+/// config, each verified against the CPU matcher on 1024 queries first; one row per path and config.
+/// @return false when a path's results were wrong (its row is then left out).
+bool match_throughput(const options& opts, const std::vector<match_config>& configs, nlohmann::json& rows);
 
 /// A GPU suite as the registry runs it:
 ///   const bool registered = register_suite({"reduce", "...", true, &on_gpu<run_reduce>});

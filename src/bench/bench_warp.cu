@@ -378,6 +378,8 @@ bool run_type(const options& opts, const device_info& device, const std::vector<
   return all_verified;
 }
 
+}  // namespace
+
 int run_warp_suite(const options& opts, const device_info& device, nlohmann::json& record) {
   using namespace warp_suite;
   const std::vector<int> blocks_per_sm = opts.quick ? std::vector<int>{8} : std::vector<int>{1, 2, 4, 8};
@@ -412,6 +414,8 @@ int run_warp_suite(const options& opts, const device_info& device, nlohmann::jso
   if (!ok) std::printf("\nsome kernels FAILED verification: no time is reported for them\n");
   return ok ? 0 : 1;
 }
+
+namespace {
 
 const bool registered = register_suite({"warp", "the paper's section 7: sums of all 32-element windows, every multi-reduce "
                                                 "form against the butterfly and CUB", true, &on_gpu<run_warp_suite>});

@@ -59,9 +59,11 @@ int main(int argc, char** argv) {
   std::string suite_help = "suite:";
   for (const auto& s : multireduce::bench::suites())
     suite_help += fmt::format("\n  {:<11} {}{}", s.name, s.description, s.needs_gpu ? " (GPU)" : " (this machine)");
-  auto* bench_cmd = app.add_subcommand("bench", "run a benchmark suite (verifies every result first)");
-  bench_cmd->add_option("suite", bench.suite, suite_help)->required();
+  auto* bench_cmd = app.add_subcommand("bench", "run a benchmark suite, or every suite (verifies every result first)");
+  bench_cmd->add_option("suite", bench.suite, suite_help + "\n(none: every suite, the GPU ones where there is a GPU)");
+  bench_cmd->add_flag("--list", bench.list, "list the suites and exit");
   bench_cmd->add_option("--json", bench.json_path, "also write the results as JSON to this file (atomically)");
+  bench_cmd->add_option("--csv", bench.csv_path, "also write every table's rows as CSV to this file (atomically)");
   cli::add_integer(*bench_cmd, "--repetitions", [&bench](std::int64_t v) { bench.repetitions = int(v); },
                    "timed runs per kernel, the median reported (51)", 1, 100000, "a repetition count");
   cli::add_integer(*bench_cmd, "--warmup", [&bench](std::int64_t v) { bench.warmup = int(v); },

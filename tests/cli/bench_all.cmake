@@ -1,0 +1,30 @@
+# `multireduce bench` with no suite, with the GPU hidden (CUDA_VISIBLE_DEVICES=-1): it must
+# run the CPU suite, name every GPU suite it skipped, exit 0, and write the JSON record (the CPU
+# suite under "suites") and the CSV (a header, then the CPU suite's rows).
+# Usage: cmake -DCLI=path/to/multireduce -DWORK=dir -P bench_all.cmake
+file(REMOVE_RECURSE "${WORK}")
+file(MAKE_DIRECTORY "${WORK}")
+set(ENV{CUDA_VISIBLE_DEVICES} "-1")  # no device visible (an empty value would unset it)
+execute_process(COMMAND "${CLI}" bench --quick --repetitions 1 --warmup 0 --json "${WORK}/run.json" --csv "${WORK}/run.csv"
+                RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT status EQUAL 0)
+  message(FATAL_ERROR "bench exited ${status}\n${out}\n${err}")
+endif()
+foreach(expected "\\[1/1\\] cpu" "GPU suites are skipped: .*harris.*hip-tutorial.*kepler.*paper.*shared-vs-warp" "1 suites ran")
+  if(NOT out MATCHES "${expected}")
+    message(FATAL_ERROR "bench's output lacks '${expected}':\n${out}")
+  endif()
+endforeach()
+file(READ "${WORK}/run.json" json)
+string(JSON cpu_suite GET "${json}" suites cpu suite)
+string(JSON skipped_count LENGTH "${json}" skipped)
+if(NOT cpu_suite STREQUAL "cpu" OR skipped_count LESS 12)
+  message(FATAL_ERROR "the JSON record lacks the cpu suite or the skipped list:\n${json}")
+endif()
+file(STRINGS "${WORK}/run.csv" lines)
+list(LENGTH lines line_count)
+list(GET lines 0 header)
+if(NOT header MATCHES "^suite,table," OR line_count LESS 3)
+  message(FATAL_ERROR "the CSV lacks its header or rows:\n${lines}")
+endif()
+message(STATUS "bench with no suite: cpu ran, ${skipped_count} GPU suites skipped, ${line_count} CSV lines")
