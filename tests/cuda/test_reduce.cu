@@ -57,6 +57,52 @@ TEST(CudaDeviceReduce, SumMinMaxArgOverSizesAndOffsets) {
   }
 }
 
+// Integer sums finish with one atomic add per block into a slot beside the ticket (ticket.cuh:
+// add_block_sum): full-range 32- and 64-bit values that wrap, many blocks, repeated calls on one
+// workspace (the slot must be back at zero after each), and the CUB-style entry on temporary
+// storage poisoned with 0xff (its memset must clear the slot too).
+TEST(CudaDeviceReduce, IntegerSumsWrapExactlyAndLeaveTheirSlotZero) {
+  MR_REQUIRE_GPU();
+  const std::uint64_t seed = seed_for("integer sums");
+  std::mt19937_64 g(seed);
+  const std::int64_t n = 3'000'017;
+  std::vector<std::uint32_t> u32(static_cast<std::size_t>(n));
+  std::vector<std::int64_t> i64(static_cast<std::size_t>(n));
+  std::uint32_t want32 = 5;
+  std::uint64_t want64 = 0;
+  for (std::size_t i = 0; i < u32.size(); ++i) {
+    u32[i] = static_cast<std::uint32_t>(g());
+    i64[i] = static_cast<std::int64_t>(g());
+    want32 += u32[i];
+    want64 += static_cast<std::uint64_t>(i64[i]);
+  }
+  auto d32 = on_device<std::uint32_t>(u32);
+  auto d64 = on_device<std::int64_t>(i64);
+  const auto* as_int = reinterpret_cast<const int*>(d32.data());
+  mc::workspace ws;
+  for (int call = 0; call < 3; ++call) {
+    SCOPED_TRACE(::testing::Message() << "call " << call);
+    EXPECT_EQ(ws.reduce(d32.data(), n, multireduce::sum{}, 5u), want32);
+    EXPECT_EQ(static_cast<std::uint32_t>(ws.reduce(as_int, n, multireduce::sum{}, 5)), want32);
+    EXPECT_EQ(static_cast<std::uint64_t>(ws.reduce(d64.data(), n, multireduce::sum{}, std::int64_t{0})), want64);
+    // A float sum and statistics on the same workspace after the integer sums: the ticket region
+    // they share is clean.
+    const std::vector<float> ones(4096, 1.0f);
+    auto d_ones = on_device<float>(ones);
+    EXPECT_EQ(ws.reduce(d_ones.data(), 4096, multireduce::sum{}, 0.0f), 4096.0f);
+  }
+  std::size_t bytes = 0;
+  auto out = on_device<std::uint32_t>(1);
+  ASSERT_EQ(mc::reduce(nullptr, bytes, d32.data(), out.data(), n, multireduce::sum{}, 5u), cudaSuccess);
+  auto temp = on_device<char>(bytes);
+  for (int call = 0; call < 2; ++call) {
+    ASSERT_EQ(cudaMemset(temp.data(), 0xff, bytes), cudaSuccess);
+    ASSERT_EQ(cudaMemset(out.data(), 0x7f, 4), cudaSuccess);
+    ASSERT_EQ(mc::reduce(temp.data(), bytes, d32.data(), out.data(), n, multireduce::sum{}, 5u), cudaSuccess);
+    EXPECT_EQ(host_copy(out)[0], want32) << "seed " << seed;
+  }
+}
+
 TEST(CudaDeviceReduce, DeterministicFloatSumAndNaNRules) {
   MR_REQUIRE_GPU();
   std::mt19937_64 g(seed_for("determinism"));

@@ -61,7 +61,7 @@ cudaError_t reduce(void* temp_storage, std::size_t& temp_bytes, It in, Acc* out,
   if (cudaError_t status; !temp.bind(temp_storage, temp_bytes, status)) return status;
   auto* ticket = temp.get<unsigned>(0);
   if (blocks > 1 && !ticket_is_zero) {
-    if (const cudaError_t e = cudaMemsetAsync(ticket, 0, sizeof(unsigned), stream); e != cudaSuccess) return e;
+    if (const cudaError_t e = cudaMemsetAsync(ticket, 0, ticket_clear_bytes, stream); e != cudaSuccess) return e;
   }
   constexpr int threads = reduce_tuning::block_threads;
   return launch(reduce_kernel<threads, It, Acc, Op, Transform>, blocks, threads, 0, stream, in, n, out, op, init,

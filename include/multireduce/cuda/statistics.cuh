@@ -34,7 +34,7 @@ cudaError_t statistics(void* temp_storage, std::size_t& temp_bytes, It in, multi
   if (cudaError_t status; !temp.bind(temp_storage, temp_bytes, status)) return status;
   auto* ticket = temp.get<unsigned>(0);
   if (blocks > 1 && !ticket_is_zero) {
-    if (const cudaError_t e = cudaMemsetAsync(ticket, 0, sizeof(unsigned), stream); e != cudaSuccess) return e;
+    if (const cudaError_t e = cudaMemsetAsync(ticket, 0, ticket_clear_bytes, stream); e != cudaSuccess) return e;
   }
   return launch(statistics_kernel<threads, It>, blocks, threads, 0, stream, in, n, out,
                 temp.get<statistics_accumulator<T>>(1), ticket);
