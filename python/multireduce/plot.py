@@ -3,7 +3,7 @@
 Usage::
 
     multireduce bench --json run.json            # every suite (or: bench SUITE --json ...)
-    python -m multireduce.plot run.json [cub_fixed.json ...] -o plots/
+    python -m multireduce.plot run.json [cub_fixed.json ...] -o plots/ [--markdown tables.md]
 
 Each input is the JSON record of one suite, of a run of every suite (``"suites"``), or of
 ``multireduce_bench_cub_fixed`` (CUB 3.1's fixed-size segmented overload). Every plot whose suite
@@ -32,7 +32,7 @@ import os
 import sys
 from typing import Any, Callable
 
-__all__ = ["load_runs", "plot_all", "main"]
+__all__ = ["load_runs", "plot_all", "markdown_tables", "main"]
 
 Record = dict[str, Any]
 
@@ -255,11 +255,84 @@ def plot_all(suites: dict[str, Record], out_dir: str) -> list[str]:
     return written
 
 
+def _ladder_table(record: Record) -> str:
+    rows = [r for r in record["rows"] if "gb_per_s" in r]
+    sizes = sorted({r["n"] for r in rows})
+    kernels: list[str] = []
+    for r in rows:
+        if r["kernel"] not in kernels:
+            kernels.append(r["kernel"])
+    published = {r["kernel"]: r["published_gb_per_s"] for r in rows if "published_gb_per_s" in r}
+    gpu = record.get("published", {}).get("gpu", "")
+    head = ["kernel"] + ([f"the document ({gpu})"] if published else []) + [_size_label(n) for n in sizes]
+    head.append(f"of ceiling at {_size_label(sizes[-1])}")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    by = {(r["kernel"], r["n"]): r for r in rows}
+    for k in kernels:
+        cells = [k] + ([f"{published[k]:.2f} GB/s" if k in published else "—"] if published else [])
+        for n in sizes:
+            r = by.get((k, n))
+            cells.append(f"{r['us']:.2f} µs, {r['gb_per_s']:.0f} GB/s" if r else "—")
+        last = by.get((k, sizes[-1]))
+        cells.append(f"{100 * last['fraction_of_read_ceiling']:.1f}%" if last else "—")
+        lines.append("| " + " | ".join(cells) + " |")
+    ceilings = {c["n"]: c for c in record.get("read_ceiling", [])}
+    cells = ["read ceiling"] + (["—"] if published else [])
+    cells += [f"{ceilings[n]['us']:.2f} µs, {ceilings[n]['gb_per_s']:.0f} GB/s" if n in ceilings else "—" for n in sizes]
+    lines.append("| " + " | ".join(cells + ["100%"]) + " |")
+    return "\n".join(lines)
+
+
+def markdown_tables(suites: dict[str, Record]) -> str:
+    """The tables of a run as Markdown: each seed suite's ladder (time and GB/s per size, the
+    document's own figure, the fraction of the read ceiling), Figure 2 at 8 blocks per SM, and
+    the matcher's throughput."""
+    parts = []
+    for name in ("harris", "kepler", "shared-vs-warp", "hip-tutorial"):
+        record = suites.get(name)
+        if record and any("gb_per_s" in r for r in record.get("rows", [])):
+            parts.append(f"### {name}\n\n{_ladder_table(record)}")
+    paper = suites.get("paper", {})
+    results = paper.get("figure2", {}).get("results", [])
+    if results:
+        most = max(r["blocks_per_sm"] for r in results)
+        types = [t for t in ("int", "float", "double") if any(r["type"] == t for r in results)]
+        kernels: list[str] = []
+        for r in results:
+            if r["kernel"] not in kernels:
+                kernels.append(r["kernel"])
+        lines = [f"### Figure 2 at {most} blocks per SM (median ms, speed-up over the butterfly)", "",
+                 "| kernel | " + " | ".join(types) + " |", "|---|" + "---|" * len(types)]
+        for k in kernels:
+            cells = []
+            for t in types:
+                r = next((r for r in results if r["kernel"] == k and r["type"] == t and r["blocks_per_sm"] == most), None)
+                ok = r is not None and r.get("median_ms") is not None
+                cells.append(f"{r['median_ms']:.4f} ms, {r['speedup_vs_butterfly']:.2f}×" if ok else "—")
+            lines.append(f"| {k} | " + " | ".join(cells) + " |")
+        parts.append("\n".join(lines))
+    matcher = paper.get("matcher", [])
+    if matcher:
+        sides = sorted({r["queries"] for r in matcher})
+        combos = [(b, k) for b in sorted({r["bits"] for r in matcher}) for k in ("tensor_core", "popcount")]
+        lines = ["### Matcher (T comparisons/s, k = 2, N × N)", "",
+                 "| N | " + " | ".join(f"{b}-bit {k}" for b, k in combos) + " |", "|---|" + "---|" * len(combos)]
+        for n in sides:
+            cells = []
+            for b, k in combos:
+                r = next((r for r in matcher if r["queries"] == n and r["bits"] == b and r["kernel"] == k), None)
+                cells.append(f"{r['tera_comparisons_per_s']:.3f}" if r else "—")
+            lines.append(f"| {n} | " + " | ".join(cells) + " |")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m multireduce.plot",
                                      description="Plots of multireduce bench JSON records, as PNG files.")
     parser.add_argument("runs", nargs="+", help="JSON records of `multireduce bench` (and multireduce_bench_cub_fixed)")
     parser.add_argument("-o", "--output", required=True, help="the folder the PNG files go to (created)")
+    parser.add_argument("--markdown", metavar="FILE", help="also write the run's tables as Markdown to FILE")
     args = parser.parse_args(argv)
     try:
         import matplotlib  # noqa: F401
@@ -277,6 +350,15 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     for path in written:
         print(f"wrote {path}")
+    if args.markdown:
+        try:
+            text = markdown_tables(suites)
+            with open(args.markdown, "w", encoding="utf-8") as f:
+                f.write(text)
+        except (KeyError, TypeError, ValueError, OSError) as e:
+            print(f"python -m multireduce.plot: error: --markdown: {e}", file=sys.stderr)
+            return 1
+        print(f"wrote {args.markdown}")
     return 0
 
 

@@ -14,7 +14,7 @@ DEVICE = {"name": "Test GPU", "cuda_driver_version": 13000}
 
 def ladder(name, kernels, sizes=(1 << 22, 1 << 25)):
     rows = [{"n": n, "kernel": k, "source": "test", "verified": True, "gb_per_s": 100.0 * (i + 1) * (s + 1),
-             "us": 1.0} for s, n in enumerate(sizes) for i, k in enumerate(kernels)]
+             "us": 1.0, "fraction_of_read_ceiling": 0.5} for s, n in enumerate(sizes) for i, k in enumerate(kernels)]
     rows[0]["published_gb_per_s"] = 2.083
     return {"suite": name, "date_utc": "2026-11-24T00:00:00Z", "device": DEVICE, "rows": rows,
             "read_ceiling": [{"n": n, "us": 1.0, "gb_per_s": 5000.0} for n in sizes], "published": {"gpu": "G80"}}
@@ -56,6 +56,13 @@ def test_every_plot_is_drawn_as_a_png(tmp_path, capsys):
     for p in out.iterdir():
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 10_000
     assert capsys.readouterr().out.count("wrote ") == 8
+    tables = tmp_path / "tables.md"
+    assert plot.main([str(run), "-o", str(out), "--markdown", str(tables)]) == 0
+    text = tables.read_text()
+    for heading in ("### harris", "### kepler", "### shared-vs-warp", "### hip-tutorial", "Figure 2 at 8 blocks",
+                    "### Matcher"):
+        assert heading in text
+    assert "| kernel 7 | — | 1.00 µs, 200 GB/s | 1.00 µs, 400 GB/s | 50.0% |" in text
 
 
 def test_a_single_suite_record_gives_its_own_plot(tmp_path):
