@@ -76,14 +76,20 @@ def _size_label(n: int) -> str:
     return f"2^{exponent}" if 1 << exponent == n else str(n)
 
 
+def _unique(values) -> list:
+    """The distinct values in first-seen order."""
+    return list(dict.fromkeys(values))
+
+
+def _ladder_rows(record: Record) -> tuple[list[Record], list[int], list[str]]:
+    """A seed suite's timed rows, their sizes (ascending) and kernels (in the table's order)."""
+    rows = [r for r in record["rows"] if "gb_per_s" in r]
+    return rows, sorted({r["n"] for r in rows}), _unique(r["kernel"] for r in rows)
+
+
 def _ladder(plt, record: Record, text: str, path: str) -> None:
     """Horizontal bars: GB/s of each kernel at each size, the read ceiling of each size dashed."""
-    rows = [r for r in record["rows"] if "gb_per_s" in r]
-    sizes = sorted({r["n"] for r in rows})
-    kernels: list[str] = []
-    for r in rows:
-        if r["kernel"] not in kernels:
-            kernels.append(r["kernel"])
+    rows, sizes, kernels = _ladder_rows(record)
     ceilings = {c["n"]: c["gb_per_s"] for c in record.get("read_ceiling", [])}
     height = 0.8 / len(sizes)
     fig, ax = plt.subplots(figsize=(11, 0.45 * len(kernels) * max(1, len(sizes) * 0.6) + 1.8))
@@ -118,10 +124,7 @@ def _paper_figure2(plt, record: Record, path: str) -> None:
     types = [t for t in ("int", "float", "double") if any(r["type"] == t for r in results)]
     fig, axes = plt.subplots(1, len(types), figsize=(5 * len(types), 4.6), sharey=True, squeeze=False)
     for ax, t in zip(axes[0], types):
-        kernels: list[str] = []
-        for r in results:
-            if r["type"] == t and r["kernel"] not in kernels:
-                kernels.append(r["kernel"])
+        kernels = _unique(r["kernel"] for r in results if r["type"] == t)
         for k in kernels:
             points = sorted((r["blocks_per_sm"], r["speedup_vs_butterfly"]) for r in results
                             if r["type"] == t and r["kernel"] == k and r["speedup_vs_butterfly"] is not None)
@@ -256,12 +259,7 @@ def plot_all(suites: dict[str, Record], out_dir: str) -> list[str]:
 
 
 def _ladder_table(record: Record) -> str:
-    rows = [r for r in record["rows"] if "gb_per_s" in r]
-    sizes = sorted({r["n"] for r in rows})
-    kernels: list[str] = []
-    for r in rows:
-        if r["kernel"] not in kernels:
-            kernels.append(r["kernel"])
+    rows, sizes, kernels = _ladder_rows(record)
     published = {r["kernel"]: r["published_gb_per_s"] for r in rows if "published_gb_per_s" in r}
     gpu = record.get("published", {}).get("gpu", "")
     head = ["kernel"] + ([f"the document ({gpu})"] if published else []) + [_size_label(n) for n in sizes]
@@ -297,10 +295,7 @@ def markdown_tables(suites: dict[str, Record]) -> str:
     if results:
         most = max(r["blocks_per_sm"] for r in results)
         types = [t for t in ("int", "float", "double") if any(r["type"] == t for r in results)]
-        kernels: list[str] = []
-        for r in results:
-            if r["kernel"] not in kernels:
-                kernels.append(r["kernel"])
+        kernels = _unique(r["kernel"] for r in results)
         lines = [f"### Figure 2 at {most} blocks per SM (median ms, speed-up over the butterfly)", "",
                  "| kernel | " + " | ".join(types) + " |", "|---|" + "---|" * len(types)]
         for k in kernels:

@@ -41,30 +41,6 @@ std::vector<int> int_input(std::int64_t n) {
   return v;
 }
 
-/// Records, for the seed bars, whether this library's row is the fastest of the size and how far
-/// it is from the read ceiling; prints one line.
-void judge_library_row(std::int64_t n, const nlohmann::json& rows, double ceiling_us, nlohmann::json& bars) {
-  double ours = 0, best_other = 1e30;
-  std::string best_name;
-  for (const auto& r : rows) {
-    if (r["n"] != n || !r.contains("us")) continue;
-    const double us = r["us"];
-    if (r["source"] == "this library") ours = us;
-    else if (us < best_other) best_other = us, best_name = r["kernel"];
-  }
-  if (ours == 0) return;
-  const bool fastest = ours <= best_other;
-  std::printf("multireduce: %.2f us, %s (next: %s, %.2f us); %.2f%% over the read ceiling\n", ours,
-              fastest ? "the fastest row" : "NOT the fastest row", best_name.c_str(), best_other,
-              100.0 * (ours / ceiling_us - 1.0));
-  bars.push_back({{"n", n},
-                  {"multireduce_us", ours},
-                  {"fastest_other", best_name},
-                  {"fastest_other_us", best_other},
-                  {"multireduce_fastest", fastest},
-                  {"over_read_ceiling", ours / ceiling_us - 1.0}});
-}
-
 /// Launches a Harris kernel over its own partial sums until one value is left (kernels 1-6): each
 /// block reduces `per_block` values; the last level writes to `out`.
 template <class Kernel>
@@ -151,11 +127,8 @@ int run_harris(const options& opts, const device_info& device, nlohmann::json& r
          o},
     };
     for (int k = 0; k < 7; ++k) steps[std::size_t(k)].published_gb_per_s = published[k];
-    add_library_rows<int>(steps, d_in, n, o + 1, o + 2, cub_temp, ws);
-    const double ceiling_us = read_floor_us(d_in, n * 4, device.sm_count, opts, false);
-    ok = run_ladder<int>(n, static_cast<int>(want), steps, ceiling_us, opts, rows) && ok;
-    ceilings.push_back({{"n", n}, {"us", ceiling_us}, {"gb_per_s", double(n) * 4 / (ceiling_us * 1e-6) / 1e9}});
-    judge_library_row(n, rows, ceiling_us, bars);
+    ok = finish_size<int>(steps, d_in, n, static_cast<int>(want), o + 1, o + 2, device, opts, cub_temp, ws, rows,
+                          ceilings, bars) && ok;
   }
   record["input"] = {{"type", "int32"}, {"values", "uniform in [-4, 4]"}, {"seed", int_input_seed}};
   record["published"] = {{"gpu", "G80 (GeForce 8800 GTX)"}, {"n", 1 << 22}, {"source", "004, 'Performance for 4M element reduction'"}};
@@ -212,11 +185,8 @@ int run_kepler(const options& opts, const device_info& device, nlohmann::json& r
         {"block reduce + atomicAdd per block (int2)", "003, vectorised", [=] { kepler_atomic<2, false>(d_in, n, o); }, o},
         {"block reduce + atomicAdd per block (int4)", "003, vectorised", [=] { kepler_atomic<4, false>(d_in, n, o); }, o},
     };
-    add_library_rows<int>(steps, d_in, n64, o + 1, o + 2, cub_temp, ws);
-    const double ceiling_us = read_floor_us(d_in, n64 * 4, device.sm_count, opts, false);
-    ok = run_ladder<int>(n64, static_cast<int>(want), steps, ceiling_us, opts, rows) && ok;
-    ceilings.push_back({{"n", n64}, {"us", ceiling_us}, {"gb_per_s", double(n64) * 4 / (ceiling_us * 1e-6) / 1e9}});
-    judge_library_row(n64, rows, ceiling_us, bars);
+    ok = finish_size<int>(steps, d_in, n64, static_cast<int>(want), o + 1, o + 2, device, opts, cub_temp, ws, rows,
+                          ceilings, bars) && ok;
   }
   record["input"] = {{"type", "int32"}, {"values", "uniform in [-4, 4]"}, {"seed", int_input_seed}};
   record["published"] = {{"gpu", "Tesla K20X"}, {"source", "003, Figures 3 and 4 (a chart; no figures in the text)"}};
@@ -278,17 +248,14 @@ int run_shared_vs_warp(const options& opts, const device_info& device, nlohmann:
   // The post's times (V100): 13.997696 ms and 6.570784 ms for 2^30 values.
   steps[0].published_gb_per_s = double(std::size_t(1) << 30) * 4 / 13.997696e-3 / 1e9;
   steps[1].published_gb_per_s = double(std::size_t(1) << 30) * 4 / 6.570784e-3 / 1e9;
-  add_library_rows<unsigned>(steps, d_in, std::int64_t(n), o, o + 1, cub_temp, ws);
-  const double ceiling_us = read_floor_us(d_in, std::int64_t(n) * 4, device.sm_count, opts, false);
-  nlohmann::json rows = nlohmann::json::array(), bars = nlohmann::json::array();
-  const bool ok = run_ladder<unsigned>(std::int64_t(n), checksum, steps, ceiling_us, opts, rows);
-  judge_library_row(std::int64_t(n), rows, ceiling_us, bars);
+  nlohmann::json rows = nlohmann::json::array(), ceilings = nlohmann::json::array(), bars = nlohmann::json::array();
+  const bool ok = finish_size<unsigned>(steps, d_in, std::int64_t(n), checksum, o, o + 1, device, opts, cub_temp, ws,
+                                        rows, ceilings, bars);
   record["input"] = {{"type", "uint32"}, {"values", "the post's msws() sequence"}, {"checksum", checksum},
                      {"published_checksum", shared_vs_warp::published_checksum}};
   record["published"] = {{"gpu", "Tesla V100-SXM2"}, {"n", 1 << 30}, {"source", "002, the run at the end of the post"}};
   record["rows"] = rows;
-  record["read_ceiling"] = nlohmann::json::array(
-      {{{"n", n}, {"us", ceiling_us}, {"gb_per_s", double(n) * 4 / (ceiling_us * 1e-6) / 1e9}}});
+  record["read_ceiling"] = ceilings;
   record["bars"] = bars;
   return ok ? 0 : 1;
 }

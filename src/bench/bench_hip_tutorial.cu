@@ -100,7 +100,7 @@ int run_hip_tutorial(const options& opts, const device_info& device, nlohmann::j
   std::printf("input: uint32 from std::mt19937_64 seed %llu, sums modulo 2^32; blocks of %d threads, %d items per "
               "thread for v7-v8\n",
               (unsigned long long)seed, ht::block_size, ht::items_per_thread);
-  nlohmann::json rows = nlohmann::json::array(), ceilings = nlohmann::json::array();
+  nlohmann::json rows = nlohmann::json::array(), ceilings = nlohmann::json::array(), bars = nlohmann::json::array();
   for (const std::int64_t n : sizes) {
     unsigned want = 0;
     for (std::int64_t i = 0; i < n; ++i) want += host[std::size_t(i)];
@@ -111,15 +111,13 @@ int run_hip_tutorial(const options& opts, const device_info& device, nlohmann::j
       steps.push_back({ht::version_name(V), "001",
                        [=] { run_passes<V>(d_in, static_cast<std::uint32_t>(n), pa, pb, o); }, o});
     });
-    add_library_rows<unsigned>(steps, d_in, n, o + 1, o + 2, cub_temp, ws);
-    const double ceiling_us = read_floor_us(d_in, n * 4, device.sm_count, opts, false);
-    ok = run_ladder<unsigned>(n, want, steps, ceiling_us, opts, rows) && ok;
-    ceilings.push_back({{"n", n}, {"us", ceiling_us}, {"gb_per_s", double(n) * 4 / (ceiling_us * 1e-6) / 1e9}});
+    ok = finish_size<unsigned>(steps, d_in, n, want, o + 1, o + 2, device, opts, cub_temp, ws, rows, ceilings, bars) && ok;
   }
   record["input"] = {{"type", "uint32"}, {"values", "std::mt19937_64"}, {"seed", seed}};
   record["published"] = {{"gpu", "none"}, {"source", "001 gives no timings"}};
   record["rows"] = rows;
   record["read_ceiling"] = ceilings;
+  record["bars"] = bars;
   return ok ? 0 : 1;
 }
 

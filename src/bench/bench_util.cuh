@@ -217,6 +217,46 @@ struct device_info {
   std::size_t l2_bytes = 0;
 };
 
+/// Records, for the seed bars, whether this library's row is the fastest of the size and how far
+/// it is from the read ceiling; prints one line.
+inline void judge_library_row(std::int64_t n, const nlohmann::json& rows, double ceiling_us, nlohmann::json& bars) {
+  double ours = 0, best_other = 1e30;
+  std::string best_name;
+  for (const auto& r : rows) {
+    if (r["n"] != n || !r.contains("us")) continue;
+    const double us = r["us"];
+    if (r["source"] == "this library") ours = us;
+    else if (us < best_other) best_other = us, best_name = r["kernel"];
+  }
+  if (ours == 0) return;
+  const bool fastest = ours <= best_other;
+  std::printf("multireduce: %.2f us, %s (next: %s, %.2f us); %.2f%% over the read ceiling\n", ours,
+              fastest ? "the fastest row" : "NOT the fastest row", best_name.c_str(), best_other,
+              100.0 * (ours / ceiling_us - 1.0));
+  bars.push_back({{"n", n},
+                  {"multireduce_us", ours},
+                  {"fastest_other", best_name},
+                  {"fastest_other_us", best_other},
+                  {"multireduce_fastest", fastest},
+                  {"over_read_ceiling", ours / ceiling_us - 1.0}});
+}
+
+/// The end of one size of a seed table: CUB's and this library's rows after the document's, the
+/// read ceiling of the input, the verified and timed table, and the judgement of our row.
+/// @return false when a row's value was wrong.
+template <class T>
+bool finish_size(std::vector<ladder_step<T>>& steps, const T* in, std::int64_t n, T want, T* out_cub, T* out_ours,
+                 const device_info& device, const options& opts, device_buffer<char>& cub_temp, cuda::workspace& ws,
+                 nlohmann::json& rows, nlohmann::json& ceilings, nlohmann::json& bars) {
+  add_library_rows<T>(steps, in, n, out_cub, out_ours, cub_temp, ws);
+  const double ceiling_us = read_floor_us(in, n * std::int64_t(sizeof(T)), device.sm_count, opts, false);
+  const bool ok = run_ladder<T>(n, want, steps, ceiling_us, opts, rows);
+  ceilings.push_back({{"n", n}, {"us", ceiling_us}, {"gb_per_s", double(n) * sizeof(T) / (ceiling_us * 1e-6) / 1e9}});
+  judge_library_row(n, rows, ceiling_us, bars);
+  return ok;
+}
+
+
 /// A GPU suite's entry: prints its tables, fills `record`, returns the exit code (0 = verified).
 using gpu_suite_entry = int (*)(const options& opts, const device_info& device, nlohmann::json& record);
 
