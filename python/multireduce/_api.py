@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from typing import Any, NamedTuple, Optional, Tuple
@@ -120,15 +121,10 @@ def _deliver(result, out, a: Imported, on_host: bool):
     return _interop.finish(result, a)
 
 
-_RESULT_DTYPES = {}  # (op, dtype) -> the result's dtype name
-
-
+@functools.lru_cache(maxsize=None)
 def _result_dtype(op: str, dtype: str) -> str:
-    key = (op, dtype)
-    found = _RESULT_DTYPES.get(key)
-    if found is None:
-        found = _RESULT_DTYPES[key] = _core.result_dtype(op, dtype)  # raises for bad pairs: never cached
-    return found
+    """The result's dtype name (raises for bad pairs, which are never cached)."""
+    return _core.result_dtype(op, dtype)
 
 
 def _reduce_job(a: Imported, op: str, shape: str, length: int, segments: int, inner: int, out_shape, offsets,
@@ -267,7 +263,7 @@ def statistics(x, *, backend: str = "auto", stream=None) -> Statistics:
     pass (see Statistics). An empty array gives count 0, sum 0, NaN moments and -1 indices."""
     _check_backend(backend)
     a, handle = _interop.import_array(x, "x", stream)
-    fields, nbytes = _core.statistics_layout(a.dtype)
+    fields, nbytes = _statistics_layout(a.dtype)
 
     def on(where_backend: str, host_copy: Optional[np.ndarray]):
         on_host = host_copy is not None or a.device < 0
@@ -286,6 +282,12 @@ def statistics(x, *, backend: str = "auto", stream=None) -> Statistics:
         return Statistics(*[_interop.finish(v, a) for v in values])
 
     return _run(a, backend, on)
+
+
+@functools.lru_cache(maxsize=None)
+def _statistics_layout(dtype: str):
+    """(fields, bytes) of multireduce::statistics<T> for an input dtype, asked of the core once."""
+    return _core.statistics_layout(dtype)
 
 
 def _view(buffer, offset: int, dtype: str):

@@ -128,14 +128,30 @@ def _check_dtype(name: str, dtype: str) -> str:
     return dtype
 
 
-def _from_numpy(a: np.ndarray, name: str, framework: str, obj) -> Imported:
+def _check_numpy_like(a, name: str, module: str) -> str:
+    """The dtype name of a NumPy or CuPy array; TypeError for a foreign byte order or a dtype
+    multireduce does not take, ValueError unless C-contiguous."""
     if not a.dtype.isnative:
         raise TypeError(f"{name} has non-native byte order ({a.dtype.str}); pass a.astype(a.dtype.newbyteorder('='))")
     dtype = _check_dtype(name, a.dtype.name)
     if not a.flags.c_contiguous and a.size > 0:
         raise ValueError(f"{name} is not C-contiguous (strides {a.strides} for shape {a.shape}); "
-                         f"pass numpy.ascontiguousarray({name})")
+                         f"pass {module}.ascontiguousarray({name})")
+    return dtype
+
+
+def _from_numpy(a: np.ndarray, name: str, framework: str, obj) -> Imported:
+    dtype = _check_numpy_like(a, name, "numpy")
     return Imported(obj, framework, a.__array_interface__["data"][0], dtype, a.shape, -1, keep=a)
+
+
+def _current_stream_or_none(stream, x, framework: str, device: int) -> Optional[int]:
+    """The stream handle the work runs on when it is the producer's current stream (then the array
+    can be read directly: nothing to order), else None (DLPack's __dlpack__(stream=...) orders it)."""
+    current = stream_handle(None, x, framework, device)
+    if stream is None:
+        return current
+    return current if stream_handle(stream, x, framework, device) == current else None
 
 
 _TORCH_NAMES = {}  # torch.dtype -> its name, for the dtypes multireduce takes (filled as they are met)
@@ -147,9 +163,8 @@ def _from_torch(x, name: str, stream) -> Optional[Tuple[Imported, int]]:
     if not x.is_cuda and x.device.type != "cpu":
         return None
     device = x.get_device()  # -1 for the CPU
-    current = stream_handle(None, x, "torch", device)
-    handle = current if stream is None else stream_handle(stream, x, "torch", device)
-    if handle != current:
+    handle = _current_stream_or_none(stream, x, "torch", device)
+    if handle is None:
         return None
     dtype = _TORCH_NAMES.get(x.dtype)
     if dtype is None:
@@ -164,16 +179,10 @@ def _from_torch(x, name: str, stream) -> Optional[Tuple[Imported, int]]:
 def _from_cupy(x, name: str, stream) -> Optional[Tuple[Imported, int]]:
     """A CuPy array read directly, when the work runs on CuPy's current stream (as _from_torch)."""
     device = x.device.id
-    current = stream_handle(None, x, "cupy", device)
-    handle = current if stream is None else stream_handle(stream, x, "cupy", device)
-    if handle != current:
+    handle = _current_stream_or_none(stream, x, "cupy", device)
+    if handle is None:
         return None
-    if not x.dtype.isnative:
-        raise TypeError(f"{name} has non-native byte order")
-    dtype = _check_dtype(name, x.dtype.name)
-    if not x.flags.c_contiguous and x.size > 0:
-        raise ValueError(f"{name} is not C-contiguous (strides {x.strides} for shape {x.shape}); "
-                         f"pass cupy.ascontiguousarray({name})")
+    dtype = _check_numpy_like(x, name, "cupy")
     return Imported(x, "cupy", x.data.ptr, dtype, x.shape, device), handle
 
 

@@ -129,11 +129,20 @@ rt::backend parse_backend(const std::string& name) {
 
 /// device < 0: host memory; else that CUDA device's memory.
 rt::memory where(int device) { return device < 0 ? rt::memory::host : rt::memory::cuda; }
+/// The GPU ordinal a job names (host memory: device 0, which the runtime then does not use for it).
+int ordinal(int device) { return device < 0 ? 0 : device; }
+
+rt::array_view input_of(std::uintptr_t x, rt::dtype type, std::int64_t count, int device) {
+  return rt::array_view{type, reinterpret_cast<const void*>(x), count, where(device), ordinal(device)};
+}
+rt::output_view output_of(std::uintptr_t out, rt::dtype type, std::int64_t count, int device) {
+  return rt::output_view{type, reinterpret_cast<void*>(out), count, where(device), ordinal(device)};
+}
 
 rt::execution execution_of(const std::string& backend, int device, std::uintptr_t stream) {
   rt::execution exec;
   exec.requested = parse_backend(backend);
-  exec.device = device < 0 ? 0 : device;
+  exec.device = ordinal(device);
   exec.stream = reinterpret_cast<void*>(stream);
   return exec;
 }
@@ -148,8 +157,7 @@ outcome reduce(std::uintptr_t x, const std::string& x_dtype, std::int64_t count,
                const std::string& shape, std::int64_t length, std::int64_t segments, std::int64_t inner,
                std::uintptr_t offsets, std::uintptr_t out, const std::string& backend, std::uintptr_t stream) {
   rt::reduce_job job;
-  job.input = rt::array_view{parse_dtype(x_dtype), reinterpret_cast<const void*>(x), count, where(device),
-                             device < 0 ? 0 : device};
+  job.input = input_of(x, parse_dtype(x_dtype), count, device);
   job.op = parse_op(op);
   if (shape == "whole") job.shape = rt::shape_kind::whole;
   else if (shape == "axis") job.shape = rt::shape_kind::axis;
@@ -163,8 +171,7 @@ outcome reduce(std::uintptr_t x, const std::string& x_dtype, std::int64_t count,
   job.offsets = reinterpret_cast<const std::int64_t*>(offsets);
   job.offsets_where = where(device);
   rt::validate(job);
-  const rt::output_view o{rt::output_dtype(job), reinterpret_cast<void*>(out), rt::output_count(job), where(device),
-                          device < 0 ? 0 : device};
+  const rt::output_view o = output_of(out, rt::output_dtype(job), rt::output_count(job), device);
   return outcome_of(rt::reduce(job, o, execution_of(backend, device, stream)));
 }
 
@@ -179,10 +186,9 @@ std::string result_dtype(const std::string& op, const std::string& dtype) {
 outcome statistics(std::uintptr_t x, const std::string& x_dtype, std::int64_t count, int device, std::uintptr_t out,
                    const std::string& backend, std::uintptr_t stream) {
   const rt::dtype t = parse_dtype(x_dtype);
-  const rt::array_view in{t, reinterpret_cast<const void*>(x), count, where(device), device < 0 ? 0 : device};
-  const rt::output_view o{rt::dtype::uint8, reinterpret_cast<void*>(out),
-                          static_cast<std::int64_t>(rt::statistics_bytes(t)), where(device), device < 0 ? 0 : device};
-  return outcome_of(rt::statistics(in, o, execution_of(backend, device, stream)));
+  const auto bytes = static_cast<std::int64_t>(rt::statistics_bytes(t));
+  return outcome_of(rt::statistics(input_of(x, t, count, device), output_of(out, rt::dtype::uint8, bytes, device),
+                                   execution_of(backend, device, stream)));
 }
 
 /// The fields of multireduce::statistics<T> for an input dtype: (name, byte offset, dtype name), and

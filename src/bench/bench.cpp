@@ -111,7 +111,7 @@ std::string csv_field(const nlohmann::json& v) {
 }
 
 /// Collects every array of objects under `node` (the path joined by '.') as table rows.
-void collect_rows(const std::string& suite_name, const std::string& path, const nlohmann::json& node,
+void collect_rows(const std::string& path, const nlohmann::json& node,
                   std::vector<std::pair<std::string, const nlohmann::json*>>& rows) {
   if (node.is_array()) {
     for (const auto& item : node)
@@ -120,13 +120,13 @@ void collect_rows(const std::string& suite_name, const std::string& path, const 
   }
   if (!node.is_object()) return;
   for (const auto& [key, value] : node.items())
-    if (key != "device" && key != "options") collect_rows(suite_name, path.empty() ? key : path + "." + key, value, rows);
+    if (key != "device" && key != "options") collect_rows(path.empty() ? key : path + "." + key, value, rows);
 }
 
 void append_suite_csv(const std::string& suite_name, const nlohmann::json& record, std::vector<std::string>& columns,
                       std::vector<std::vector<std::pair<std::string, std::string>>>& lines) {
   std::vector<std::pair<std::string, const nlohmann::json*>> rows;
-  collect_rows(suite_name, "", record, rows);
+  collect_rows("", record, rows);
   for (const auto& [table, row] : rows) {
     std::vector<std::pair<std::string, std::string>> line = {{"suite", suite_name}, {"table", table}};
     for (const auto& [key, value] : row->items()) {

@@ -23,8 +23,8 @@ namespace multireduce::bench {
 namespace ht = hip_tutorial;
 
 /// One pass of version V: every block reduces its share of front into back[blockIdx.x]. (The
-/// tutorial adds __launch_bounds__ at v5; it is on every version here, which changes nothing for
-/// kernels this small: the register counts are the same.)
+/// tutorial adds __launch_bounds__ at v5; one kernel template serves every version here, so all of
+/// them carry it.)
 template <ht::version V, int WarpSize>
 __global__ __launch_bounds__(ht::block_size) void hip_tutorial_kernel(const unsigned* front, unsigned* back,
                                                                         std::uint32_t front_size) {

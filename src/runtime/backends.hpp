@@ -3,11 +3,17 @@
 // build without CUDA (every job unsupported, saying so).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "runtime.hpp"
 
 namespace multireduce::runtime::backends {
+
+/// The error for offsets whose first bad entry is s (s == 0: o[0] < 0; else o[s] < o[s - 1], or
+/// s == segments and o[s] > n), the message naming the entries: one wording for offsets checked on
+/// the host (validate) and on the GPU (cuda_backend.cu). `previous` is o[s - 1] (unused for s = 0).
+[[noreturn]] void throw_bad_offset(std::int64_t s, std::int64_t previous, std::int64_t value, std::int64_t n);
 
 // ---- CPU (host memory only; exec.progress told between pieces) ------------------------------------
 void cpu_reduce(const reduce_job& job, array_source& in, output_sink& out, const execution& exec);

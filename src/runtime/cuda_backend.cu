@@ -364,7 +364,7 @@ __global__ void find_bad_offset_kernel(const std::int64_t* o, std::int64_t segme
   }
 }
 
-/// Checks offsets in GPU memory as validate() checks host offsets, with the same messages: one
+/// Checks offsets in GPU memory as validate() checks host offsets (throw_bad_offset words both): one
 /// kernel, then its verdict (and, when it is bad, the two offsets it names) read back.
 void check_offsets_on_gpu(const std::int64_t* o, std::int64_t segments, std::int64_t n, cudaStream_t stream) {
   stream_storage verdict(sizeof(unsigned long long), stream);
@@ -382,12 +382,7 @@ void check_offsets_on_gpu(const std::int64_t* o, std::int64_t segments, std::int
   std::int64_t pair[2] = {0, 0};  // o[s - 1], o[s]
   mc::check(cudaMemcpy(pair + (s == 0), o + s - (s > 0), sizeof(std::int64_t) * (s == 0 ? 1 : 2), cudaMemcpyDeviceToHost),
             "reading the offsets");
-  const std::string at = "offsets[" + std::to_string(s) + "] = " + std::to_string(pair[1]);
-  if (s == 0) throw std::invalid_argument(at + " is negative");
-  if (pair[1] < pair[0])
-    throw std::invalid_argument("offsets must be non-decreasing, but offsets[" + std::to_string(s - 1) + "] = " +
-                                std::to_string(pair[0]) + " > " + at);
-  throw std::invalid_argument(at + " is past the end of the input (" + std::to_string(n) + " elements)");
+  throw_bad_offset(s, pair[0], pair[1], n);
 }
 
 /// A whole-array job, input and output in GPU memory.

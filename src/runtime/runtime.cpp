@@ -210,14 +210,9 @@ void validate_shape(const reduce_job& job) {
       const std::int64_t* o = job.offsets;
       if (o == nullptr) throw std::invalid_argument("offsets: none given (S + 1 offsets for S segments)");
       if (job.offsets_where == memory::cuda) break;  // checked on the GPU (cuda_backend.cu)
-      if (o[0] < 0) throw std::invalid_argument("offsets[0] = " + text(o[0]) + " is negative");
-      for (std::int64_t s = 1; s <= job.segments; ++s)
-        if (o[s] < o[s - 1])
-          throw std::invalid_argument("offsets must be non-decreasing, but offsets[" + text(s - 1) + "] = " +
-                                      text(o[s - 1]) + " > offsets[" + text(s) + "] = " + text(o[s]));
-      if (o[job.segments] > n)
-        throw std::invalid_argument("offsets[" + text(job.segments) + "] = " + text(o[job.segments]) +
-                                    " is past the end of the input (" + text(n) + " elements)");
+      for (std::int64_t s = 0; s <= job.segments; ++s)
+        if ((s == 0 ? o[0] < 0 : o[s] < o[s - 1]) || (s == job.segments && o[s] > n))
+          backends::throw_bad_offset(s, s > 0 ? o[s - 1] : 0, o[s], n);
       break;
     }
   }
@@ -357,3 +352,16 @@ report knn(const knn_job& job, knn_result& out, const execution& exec) {
 }
 
 }  // namespace multireduce::runtime
+
+namespace multireduce::runtime::backends {
+
+void throw_bad_offset(std::int64_t s, std::int64_t previous, std::int64_t value, std::int64_t n) {
+  const std::string at = "offsets[" + std::to_string(s) + "] = " + std::to_string(value);
+  if (s == 0 && value < 0) throw std::invalid_argument(at + " is negative");
+  if (s > 0 && value < previous)
+    throw std::invalid_argument("offsets must be non-decreasing, but offsets[" + std::to_string(s - 1) + "] = " +
+                                std::to_string(previous) + " > " + at);
+  throw std::invalid_argument(at + " is past the end of the input (" + std::to_string(n) + " elements)");
+}
+
+}  // namespace multireduce::runtime::backends

@@ -42,9 +42,10 @@ TEST_P(HipTutorialEmulated, EveryVersionAndWarpSizeMatchesALoop) {
   });
 }
 
-// 1 element; one block's worth minus one; several blocks with a ragged end (4 items per thread
-// leave a partial chunk); more than the two-pass grid cap (1024 blocks of 1024) is too slow here.
-INSTANTIATE_TEST_SUITE_P(Sizes, HipTutorialEmulated, ::testing::Values(1, 255, 2 * 1024 + 3, 5003));
+// No element (the identity); 1 element; one block's worth minus one; several blocks with a ragged
+// end (4 items per thread leave a partial chunk). More than the two-pass grid cap (1024 blocks of
+// 1024) is too slow here.
+INSTANTIATE_TEST_SUITE_P(Sizes, HipTutorialEmulated, ::testing::Values(0, 1, 255, 2 * 1024 + 3, 5003));
 
 TEST(HipTutorialPasses, TwoPassNeedsTwoPassesAndOthersShrinkByTheirFactor) {
   std::vector<std::uint32_t> grids;

@@ -67,8 +67,8 @@ constexpr std::uint32_t factor(version v, int block, int items) {
 /// block finishes in the second pass (`factor` partial sums).
 constexpr std::uint32_t grid_of(version v, std::uint32_t front_size, int block, int items) {
   const std::uint32_t f = factor(v, block, items);
-  const std::uint32_t blocks = (front_size + f - 1) / f;
-  return v == version::two_pass ? std::min(blocks, f) : std::max<std::uint32_t>(blocks, 1);
+  const std::uint32_t blocks = std::max<std::uint32_t>((front_size + f - 1) / f, 1);  // n = 0: one block
+  return v == version::two_pass ? std::min(blocks, f) : blocks;
 }
 
 /// Runs the passes: pass(front_size, grid) reduces front_size values into grid values, until one

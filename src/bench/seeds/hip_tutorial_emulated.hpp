@@ -17,8 +17,7 @@ namespace multireduce::bench::hip_tutorial {
 template <version V, int WarpSize, int BlockSize = block_size, int ItemsPerThread = items_per_thread, class T, class Op>
 T emulate(const std::vector<T>& input, Op op, T zero_elem) {
   host_block block(WarpSize, BlockSize / WarpSize);
-  std::vector<T> front = input, back, shared(BlockSize);
-  if (front.empty()) front.push_back(zero_elem);  // as the GPU suite does: n >= 1
+  std::vector<T> front = input, back, shared(BlockSize);  // n = 0: one pass of one block gives zero_elem
   passes(V, std::uint32_t(front.size()), BlockSize, ItemsPerThread, [&](std::uint32_t front_size, std::uint32_t grid) {
     back.assign(grid, T{});
     for (std::uint32_t bid = 0; bid < grid; ++bid) {

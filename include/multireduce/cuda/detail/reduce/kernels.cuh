@@ -51,15 +51,7 @@ __global__ void __launch_bounds__(BlockThreads)
   __shared__ reduce_shared_storage<Part, BlockThreads> storage;
   cuda_lane lane;
   Part block_partial;
-  if constexpr (finishes_by_atomic_add<Acc, Op, Part>) {
-    // Integer sums: the device-wide step is one atomic add per block (ticket.cuh: add_block_sum).
-    const Part mine = thread_reduce_strided<BlockThreads, It, Acc>(in, n, op, transform);
-    block_partial = block_reduce<BlockThreads>(lane, mine, pop, storage.first());
-    Part total;
-    if (lane.thread_rank() == 0 && add_block_sum(block_partial, ticket, total))
-      *out = n == 0 ? empty_result : P::finish(op, init, total);
-    return;
-  } else if constexpr (is_commutative_v<Op>) {
+  if constexpr (is_commutative_v<Op>) {
     const Part mine = thread_reduce_strided<BlockThreads, It, Acc>(in, n, op, transform);
     block_partial = block_reduce<BlockThreads>(lane, mine, pop, storage.first());
   } else {
@@ -84,9 +76,15 @@ __global__ void __launch_bounds__(BlockThreads)
     }
     block_partial = acc;
   }
+  // The device-wide step: integer sums add the blocks' partials atomically (the same bits in any
+  // order), everything else folds them in block order in the last block (ticket.cuh).
   Part total;
-  if (fold_block_partials<BlockThreads>(lane, block_partial, pop, partials, ticket, storage.second(), total))
-    *out = n == 0 ? empty_result : P::finish(op, init, total);
+  bool last = false;
+  if constexpr (finishes_by_atomic_add<Acc, Op, Part>)
+    last = lane.thread_rank() == 0 && add_block_sum(block_partial, ticket, total);
+  else
+    last = fold_block_partials<BlockThreads>(lane, block_partial, pop, partials, ticket, storage.second(), total);
+  if (last) *out = n == 0 ? empty_result : P::finish(op, init, total);
 }
 
 }  // namespace multireduce::cuda::detail
