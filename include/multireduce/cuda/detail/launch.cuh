@@ -12,7 +12,9 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <utility>
+#include <vector>
 
 namespace multireduce::cuda {
 
@@ -73,12 +75,63 @@ inline int grid_for(std::int64_t work_items, int per_block, int max_blocks) {
 
 /// Blocks of `kernel` that fit on the device at once (at least one per SM): the grid of a
 /// kernel whose blocks loop over their work, so that no block starts only after others finish.
+/// The occupancy is asked of the runtime once per (device, kernel, threads, shared bytes) and kept
+/// (a mutex guards the table): a small job's launch should not pay for the calculation each time.
 template <class Kernel>
 inline int resident_grid(Kernel kernel, int threads, std::size_t shared = 0) {
+  struct known {
+    int device;
+    const void* kernel;
+    int threads;
+    std::size_t shared;
+    int per_sm;
+  };
+  static std::mutex guard;
+  static std::vector<known> table;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) device = -1;
+  const void* key = reinterpret_cast<const void*>(kernel);
+  {
+    std::lock_guard<std::mutex> lock(guard);
+    for (const known& k : table)
+      if (k.device == device && k.kernel == key && k.threads == threads && k.shared == shared)
+        return sm_count() * k.per_sm;
+  }
   int per_sm = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared) != cudaSuccess || per_sm < 1)
-    per_sm = 1;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared) != cudaSuccess || per_sm < 1) {
+    cudaGetLastError();
+    return sm_count();  // not kept: a later call may read it
+  }
+  std::lock_guard<std::mutex> lock(guard);
+  table.push_back(known{device, key, threads, shared, per_sm});
   return sm_count() * per_sm;
+}
+
+/// cudaFuncSetAttribute(kernel, MaxDynamicSharedMemorySize, bytes), asked of the runtime once per
+/// (device, kernel, bytes) and remembered (a mutex guards the table): the attribute stays set, and
+/// the call costs a small job's launch a few microseconds of host time.
+template <class Kernel>
+inline cudaError_t allow_dynamic_shared(Kernel kernel, std::size_t bytes) {
+  struct known {
+    int device;
+    const void* kernel;
+    std::size_t bytes;
+  };
+  static std::mutex guard;
+  static std::vector<known> table;
+  int device = 0;
+  if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  const void* key = reinterpret_cast<const void*>(kernel);
+  {
+    std::lock_guard<std::mutex> lock(guard);
+    for (const known& k : table)
+      if (k.device == device && k.kernel == key && k.bytes == bytes) return cudaSuccess;
+  }
+  const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
+  if (e != cudaSuccess) return e;
+  std::lock_guard<std::mutex> lock(guard);
+  table.push_back(known{device, key, bytes});
+  return cudaSuccess;
 }
 
 /// launch(), overlapping the tail of the previous kernel in the stream on sm_90 and later

@@ -207,7 +207,7 @@ cudaError_t launch_short_fixed(It in, Out out, std::int64_t segments, std::int64
     constexpr int threads = tuning::tile_threads, items = tuning::tile_items;
     const int shared = static_cast<int>(sizeof(T) * (padded(threads * items) + 1));
     auto kernel = tile_segments_kernel<threads, items, It, Out, Acc, Op>;
-    if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
+    if (const cudaError_t e = allow_dynamic_shared(kernel, std::size_t(shared));
         e != cudaSuccess)
       return e;
     const int blocks = grid_for(segments, threads * items / static_cast<int>(length), resident_grid(kernel, threads, shared));

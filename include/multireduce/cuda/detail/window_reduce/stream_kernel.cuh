@@ -189,7 +189,7 @@ template <int Threads, int Items, class It, class Out, class Acc, class Op>
 cudaError_t launch_window_stream(It in, std::int64_t n, std::int64_t window, Out out, Op op, Acc init, cudaStream_t stream) {
   const int shared = static_cast<int>(sizeof(window_stream_storage<Acc, Threads, Items, window_staged_t<Out, Items>>));
   auto kernel = window_stream_kernel<Threads, Items, It, Out, Acc, Op>;
-  if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
+  if (const cudaError_t e = allow_dynamic_shared(kernel, std::size_t(shared));
       e != cudaSuccess)
     return e;
   const bool apply_init = window_applies_init<Op>(init);  // op(identity, x) == x: skip it

@@ -188,7 +188,7 @@ cudaError_t launch_window_tile(It in, std::int64_t n, std::int64_t window, Out o
   const std::int64_t outputs = n - window + 1;
   const int shared = static_cast<int>(sizeof(window_tile_storage<Acc, Threads, Items, window_staged_t<Out, Items>>));
   auto kernel = window_tile_kernel<Threads, Items, Block, It, Out, Acc, Op>;
-  if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
+  if (const cudaError_t e = allow_dynamic_shared(kernel, std::size_t(shared));
       e != cudaSuccess)
     return e;
   const int per_tile = window_outputs_per_tile<Threads, Items>(window);
