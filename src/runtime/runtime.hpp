@@ -103,6 +103,9 @@ struct reduce_job {
   std::int64_t inner = 1;     ///< axis: the product of the axes after it
   const std::int64_t* offsets = nullptr;  ///< offsets: segments + 1 offsets; segment s is [o[s], o[s+1])
   memory offsets_where = memory::host;    ///< memory::cuda: on the input's GPU (device-memory jobs only)
+  /// The output was made for this call, so a call that throws may leave garbage in it: offsets in
+  /// GPU memory are then checked as the reduction reads them, not by a kernel and a wait before.
+  bool output_is_new = false;
 };
 
 /// The job that reduces axis `axis` (negative: counted from the end, as in NumPy) of the C-order

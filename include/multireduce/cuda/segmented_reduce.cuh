@@ -31,12 +31,24 @@
 namespace multireduce::cuda {
 namespace detail {
 
+/// Whether a call takes the staged kernel (one offsets array over pointers with a short mean
+/// length, sm_90): the one path that can check offsets as it reads them (see below).
+template <class It, class OffIt>
+bool segmented_reduce_is_staged(It in, std::int64_t n, std::int64_t segments, OffIt begin_offsets,
+                                OffIt end_offsets) {
+  return segments > 0 && n / segments <= segmented_reduce_tuning::staged_mean_max &&
+         staged_offsets_apply(in, begin_offsets, end_offsets);
+}
+
 /// The host function: size the queue for the call, carve the temporary storage (the queue header,
 /// a ticket per queued segment, the queue, the pieces' folds), then launch the kernels in order.
+/// bad_offset non-null (only where segmented_reduce_is_staged): the offsets are unchecked; the
+/// staged kernel marks there the first bad one and reads only inside the input whatever they say
+/// (*bad_offset must be ~0 before; it stays so when they are good).
 template <class It, class Out, class OffIt, class Acc, class Op>
 cudaError_t segmented_reduce(void* temp_storage, std::size_t& temp_bytes, It in, std::int64_t n, Out out,
                              std::int64_t segments, OffIt begin_offsets, OffIt end_offsets, Op op, Acc init,
-                             cudaStream_t stream) {
+                             cudaStream_t stream, unsigned long long* bad_offset = nullptr) {
   using tuning = segmented_reduce_tuning;
   static_assert(std::is_invocable_r_v<Acc, const Op&, const Acc&, const Acc&>,
                 "multireduce::cuda::segmented_reduce: op must be callable as Acc op(Acc, Acc)");
@@ -70,10 +82,12 @@ cudaError_t segmented_reduce(void* temp_storage, std::size_t& temp_bytes, It in,
   };
   const std::int64_t mean = n / segments;
   if (cudaError_t e; mean <= tuning::staged_mean_max &&
-                     launch_staged_offsets(in, n, out, segments, begin_offsets, end_offsets, op, init, q, stream, e)) {
+                     launch_staged_offsets(in, n, out, segments, begin_offsets, end_offsets, op, init, q, stream,
+                                           bad_offset, e)) {
     if (e != cudaSuccess) return e;
     return fold_long();
   }
+  if (bad_offset != nullptr) return cudaErrorInvalidValue;  // unchecked offsets: the staged kernel only
   auto queue_kernel = queue_long_segments_kernel<It, Out, OffIt, Acc, Op>;
   constexpr int queue_threads = tuning::queue_threads;
   if (const cudaError_t e = launch_overlapped(queue_kernel, grid_for(segments, queue_threads, resident_grid(queue_kernel, queue_threads)),

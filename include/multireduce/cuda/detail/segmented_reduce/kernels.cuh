@@ -211,10 +211,16 @@ struct staged_span {
   bool fits;
 };
 
-template <int Threads, int Stages, class T, class Out, class OffIt, class Acc, class Op>
+///
+/// Unchecked offsets: with Checked the kernel takes offsets nobody has checked. It
+/// marks there (atomicMin) the smallest s whose offset breaks the rules (o[0] < 0, o[s] < o[s-1],
+/// o[segments] > n) and reads only inside the input whatever they say: every offset it uses is
+/// clamped to [0, n] and every segment's end to at least its begin. The outputs of bad offsets
+/// are meaningless; the caller reads the mark afterwards and throws them away.
+template <int Threads, int Stages, bool Checked, class T, class Out, class OffIt, class Acc, class Op>
 __global__ void __launch_bounds__(Threads)
     staged_offset_segments_kernel(const T* in, std::int64_t n, Out out, std::int64_t segments, OffIt offsets, Op op,
-                                  Acc init, queue_ref q) {
+                                  Acc init, queue_ref q, unsigned long long* bad_offset) {
   using P = partial<Acc, Op>;
   constexpr int stage_size = segmented_reduce_tuning::staged_stage_bytes;
   constexpr int stage_elements = stage_size / int(sizeof(T));
@@ -234,6 +240,7 @@ __global__ void __launch_bounds__(Threads)
   struct bounds {
     std::int64_t first = 0, last = 0;
   };
+  auto clamped = [&](std::int64_t o, std::int64_t lo) { return o < lo ? lo : o > n ? n : o; };  // unchecked offsets
   auto load_bounds = [&](std::int64_t j) {
     bounds b;
     const std::int64_t tile = tile_of(j);
@@ -241,6 +248,7 @@ __global__ void __launch_bounds__(Threads)
       const std::int64_t s0 = tile * Threads, s1 = s0 + Threads < segments ? s0 + Threads : segments;
       b.first = static_cast<std::int64_t>(offsets[s0]);
       b.last = static_cast<std::int64_t>(offsets[s1]);
+      if constexpr (Checked) b.first = clamped(b.first, 0), b.last = clamped(b.last, b.first);
     }
     return b;
   };
@@ -272,7 +280,15 @@ __global__ void __launch_bounds__(Threads)
   auto load_own = [&](std::int64_t j) {
     bounds b;
     const std::int64_t s = tile_of(j) * Threads + threadIdx.x;
-    if (s < segments) b.first = static_cast<std::int64_t>(offsets[s]), b.last = static_cast<std::int64_t>(offsets[s + 1]);
+    if (s < segments) {
+      b.first = static_cast<std::int64_t>(offsets[s]), b.last = static_cast<std::int64_t>(offsets[s + 1]);
+      if constexpr (Checked) {  // this thread checks o[s + 1] (and thread 0 of the first tile o[0])
+        const bool bad_first = s == 0 && b.first < 0;
+        if (bad_first || b.last < b.first || (s + 1 == segments && b.last > n))
+          atomicMin(bad_offset, static_cast<unsigned long long>(bad_first ? 0 : s + 1));
+        b.first = clamped(b.first, 0), b.last = clamped(b.last, b.first);
+      }
+    }
     return b;
   };
   bounds own = load_own(0);
@@ -316,8 +332,9 @@ __global__ void __launch_bounds__(Threads)
       for (int k = 0; k < Threads; k += Threads / 32) {
         const std::int64_t seg = s0 + k + lane.warp_id();
         if (seg >= last_segment) break;  // whole warps
-        fold_or_queue(lane, in, out, seg, static_cast<std::int64_t>(offsets[seg]),
-                      static_cast<std::int64_t>(offsets[seg + 1]), op, init, q);
+        std::int64_t begin = static_cast<std::int64_t>(offsets[seg]), end = static_cast<std::int64_t>(offsets[seg + 1]);
+        if constexpr (Checked) begin = clamped(begin, 0), end = clamped(end, begin);
+        fold_or_queue(lane, in, out, seg, begin, end, op, init, q);
       }
     }
     __syncthreads();  // the stage has been read: thread 0 refills it
@@ -329,24 +346,38 @@ __global__ void __launch_bounds__(Threads)
   complete_after_previous_grid();  // after the zeroing kernel: the long-segment kernel reads a whole queue
 }
 
-/// Launches staged_offset_segments_kernel when it applies (sm_90, a pointer aligned to its
-/// element, one offsets array, elements that tile 16 bytes); returns false otherwise.
+/// Whether staged_offset_segments_kernel applies: sm_90 or later, pointers, one offsets array,
+/// elements that tile 16 bytes, the input aligned to its element.
+template <class It, class OffIt>
+bool staged_offsets_apply(It in, OffIt begin_offsets, OffIt end_offsets) {
+  if constexpr (std::is_pointer_v<OffIt> && std::is_pointer_v<It>) {
+    using T = std::remove_cv_t<std::remove_pointer_t<It>>;
+    return end_offsets == begin_offsets + 1 && 16 % sizeof(T) == 0 &&
+           reinterpret_cast<std::uintptr_t>(in) % sizeof(T) == 0 && device_major() >= 9;
+  } else {
+    return false;
+  }
+}
+
+/// Launches staged_offset_segments_kernel when it applies (staged_offsets_apply); returns false
+/// otherwise. bad_offset: see the kernel (null: the offsets have been checked).
 template <class It, class Out, class OffIt, class Acc, class Op>
 bool launch_staged_offsets(It in, std::int64_t n, Out out, std::int64_t segments, OffIt begin_offsets,
                            OffIt end_offsets, Op op, Acc init, const queue_ref& q, cudaStream_t stream,
-                           cudaError_t& error) {
+                           unsigned long long* bad_offset, cudaError_t& error) {
   if constexpr (std::is_pointer_v<OffIt> && std::is_pointer_v<It>) {
     using T = std::remove_cv_t<std::remove_pointer_t<It>>;
-    if (end_offsets != begin_offsets + 1 || 16 % sizeof(T) != 0 ||
-        reinterpret_cast<std::uintptr_t>(in) % sizeof(T) != 0 || device_major() < 9)
-      return false;
+    if (!staged_offsets_apply(in, begin_offsets, end_offsets)) return false;
     constexpr int threads = segmented_reduce_tuning::staged_threads, stages = segmented_reduce_tuning::staged_stages;
     constexpr std::size_t shared = std::size_t(stages) * segmented_reduce_tuning::staged_stage_bytes;
-    auto kernel = staged_offset_segments_kernel<threads, stages, T, Out, OffIt, Acc, Op>;
-    error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
-    if (error == cudaSuccess)
-      error = launch_overlapped(kernel, grid_for((segments + threads - 1) / threads, 1, resident_grid(kernel, threads, shared)),
-                                threads, shared, stream, in, n, out, segments, begin_offsets, op, init, q);
+    auto go = [&](auto kernel) {
+      error = allow_dynamic_shared(kernel, shared);
+      if (error == cudaSuccess)
+        error = launch_overlapped(kernel, grid_for((segments + threads - 1) / threads, 1, resident_grid(kernel, threads, shared)),
+                                  threads, shared, stream, in, n, out, segments, begin_offsets, op, init, q, bad_offset);
+    };
+    if (bad_offset != nullptr) go(staged_offset_segments_kernel<threads, stages, true, T, Out, OffIt, Acc, Op>);
+    else go(staged_offset_segments_kernel<threads, stages, false, T, Out, OffIt, Acc, Op>);
     return true;
   }
   return false;
