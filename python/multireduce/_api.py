@@ -15,6 +15,7 @@ from ._interop import Imported
 CudaError = _core.CudaError
 
 _BACKENDS = ("auto", "cpu", "cuda")
+_SLABBED = ("torch", "cupy")  # frameworks whose whole-array results come from scalar_slabs
 
 
 class Statistics(NamedTuple):
@@ -130,6 +131,23 @@ def _result_dtype(op: str, dtype: str) -> str:
 def _reduce_job(a: Imported, op: str, shape: str, length: int, segments: int, inner: int, out_shape, offsets,
                 out, backend: str, stream: int):
     rdtype = _result_dtype(op, a.dtype)
+    if a.device >= 0 and backend != "cpu":
+        # A device array on its GPU: the common case, kept to the fewest steps (a small job's time
+        # is mostly this host path). Nothing is written before the GPU is known to run the job.
+        if out is None:
+            target = _interop.empty(a, out_shape, rdtype)
+            address = _interop.address_of(target)
+        else:
+            target, address = _interop.check_out(out, a, out_shape, rdtype, stream)
+        try:
+            _core.reduce(a.address, a.dtype, a.size, a.device, op, shape, length, segments, inner,
+                         0 if offsets is None else offsets.address, address, "cuda", stream, out is None)
+        except _core.Unsupported as e:
+            if backend == "cuda":
+                raise _unsupported(str(e), a) from None
+        else:
+            return target if out is not None else _interop.finish(target, a)
+        backend = "cpu"  # 'auto' and a job the GPU does not run: on a host copy
 
     def on(where_backend: str, host_copy: Optional[np.ndarray]):
         on_host = host_copy is not None  # a host copy of a device array
@@ -168,6 +186,17 @@ def reduce(x, op: str = "sum", axis: Optional[int] = None, *, out=None, backend:
     a, handle = _interop.import_array(x, "x", stream)
     op = str(op)
     if axis is None:
+        if out is None and a.device >= 0 and backend != "cpu" and a.framework in _SLABBED:
+            # The hot path (a small reduction's time is mostly this host path): the result is a
+            # slot of a slab (scalar_slabs), its 0-d view made after the launch.
+            slab, i, address = _interop.scalar_slabs.reserve(a, _result_dtype(op, a.dtype), handle)
+            try:
+                _core.reduce_whole(a.address, a.dtype, a.size, a.device, op, address, handle)
+            except _core.Unsupported as e:
+                if backend == "cuda":
+                    raise _unsupported(str(e), a) from None
+            else:
+                return slab[i]
         return _reduce_job(a, op, "whole", 0, 0, 1, (), None, out, backend, handle)
     axis = _integer(axis, "axis")
     ndim = len(a.shape)
@@ -264,6 +293,16 @@ def statistics(x, *, backend: str = "auto", stream=None) -> Statistics:
     _check_backend(backend)
     a, handle = _interop.import_array(x, "x", stream)
     fields, nbytes = _statistics_layout(a.dtype)
+    if a.device >= 0 and backend != "cpu":  # the common case first, in the fewest steps (see _reduce_job)
+        buffer = _interop.empty(a, (nbytes,), "uint8")
+        try:
+            _core.statistics(a.address, a.dtype, a.size, a.device, _interop.address_of(buffer), "cuda", handle)
+        except _core.Unsupported as e:
+            if backend == "cuda":
+                raise _unsupported(str(e), a) from None
+            backend = "cpu"
+        else:
+            return _statistics_views(buffer, fields, a)
 
     def on(where_backend: str, host_copy: Optional[np.ndarray]):
         on_host = host_copy is not None or a.device < 0
@@ -278,25 +317,33 @@ def statistics(x, *, backend: str = "auto", stream=None) -> Statistics:
             return Statistics(*[_interop.like_input(v, a) for v in values])
         buffer = _interop.empty(a, (nbytes,), "uint8")
         _core.statistics(a.address, a.dtype, a.size, a.device, _interop.address_of(buffer), where_backend, handle)
-        values = [_view(buffer, o, t) for _, o, t in fields]
-        return Statistics(*[_interop.finish(v, a) for v in values])
+        return _statistics_views(buffer, fields, a)
 
     return _run(a, backend, on)
 
 
 @functools.lru_cache(maxsize=None)
 def _statistics_layout(dtype: str):
-    """(fields, bytes) of multireduce::statistics<T> for an input dtype, asked of the core once."""
+    """(fields, bytes) of multireduce::statistics<T> for an input dtype, asked of the core once;
+    each field as (name, byte offset, dtype name)."""
     return _core.statistics_layout(dtype)
 
 
-def _view(buffer, offset: int, dtype: str):
-    """The 0-d `dtype` value at byte `offset` of a uint8 device array (a view, no copy)."""
-    size = np.dtype(dtype).itemsize
-    part = buffer[offset:offset + size]
-    if type(buffer).__module__.split(".")[0] == "torch":
-        return part.view(_interop._torch_dtype(dtype)).reshape(())
-    return part.view(dtype).reshape(())
+def _statistics_views(buffer, fields, a: Imported) -> Statistics:
+    """The fields of a statistics struct in a uint8 device array (PyTorch or CuPy) as 0-d views of
+    it, in a's framework: one typed view of the whole buffer per dtype, indexed (every field is
+    aligned to its size), rather than a slice, a view and a reshape per field."""
+    torch_buffer = a.framework == "torch" or hasattr(buffer, "data_ptr")
+    typed = {}
+    values = []
+    for _, offset, dtype in fields:
+        view = typed.get(dtype)
+        if view is None:
+            view = typed[dtype] = buffer.view(_interop._torch_dtype(dtype) if torch_buffer else dtype)
+        values.append(view[offset // view.itemsize])
+    if a.framework == "jax":
+        values = [_interop.finish(v, a) for v in values]
+    return Statistics(*values)
 
 
 # ---- binary descriptors -------------------------------------------------------------------------------

@@ -197,7 +197,7 @@ def main():
     row(f"{segments} segments of 0..64 float32 (sum)", "torch.segment_reduce",
         event_median(lambda: torch.segment_reduce(data, "sum", lengths=lengths, unsafe=True), stream),
         event_median(lambda: mr.segmented_reduce(data, "sum", offsets=offsets), stream),
-        "offsets checked on the GPU (one 8-byte read-back)")
+        "offsets checked as the kernel reads them (one 8-byte read-back after it)")
 
     # 3. sliding max, W = 3 / 32 / 1000, over 2^26 floats
     n = 1 << (20 if args.quick else 26)

@@ -105,6 +105,36 @@ def test_device_offsets_are_checked(fw):
 
 
 @pytest.mark.parametrize("fw", FW)
+@pytest.mark.parametrize("dtype", ("float32", "int64"))
+def test_bad_device_offsets_among_many_short_segments(rng, fw, dtype):
+    """Many short segments take the kernel that checks offsets as it reads them (no out=): wild
+    offsets give the first bad one's ValueError, no fault, and the next call is right; with out=
+    they are checked before anything runs, and out keeps what it held."""
+    name, to_device, to_numpy = fw
+    x = random_array(rng, dtype, 200_000)
+    d = to_device(x)
+    good = np.concatenate([[0], np.cumsum(rng.integers(0, 40, size=8000))])
+    good = good[good <= len(x)]
+    segments = len(good) - 1
+    cases = []
+    for s, value, message in ((4000, 10**12, "past the end|non-decreasing"), (2500, -(10**12), "non-decreasing"),
+                              (0, -5, "negative"), (segments, len(x) + 1, "past the end")):
+        bad = good.copy()
+        bad[s] = value
+        cases.append((bad, message))
+    for bad, message in cases:
+        with pytest.raises(ValueError, match=message):
+            mr.segmented_reduce(d, "sum", offsets=to_device(bad))
+        got = mr.segmented_reduce(d, "sum", offsets=to_device(good))  # the check's mark is clear again
+        assert_same(to_numpy(got), ref.segmented(x, "sum", good), dtype, "sum", exact=False, terms=40)
+        out = to_device(np.full(segments, 7, dtype=ref.result_dtype("sum", dtype)))
+        with pytest.raises(ValueError, match=message):
+            mr.segmented_reduce(d, "sum", offsets=to_device(bad), out=out)
+        assert (to_numpy(out) == 7).all()
+    np.testing.assert_array_equal(to_numpy(d), x)
+
+
+@pytest.mark.parametrize("fw", FW)
 @pytest.mark.parametrize("k", (1, 2, 8))
 def test_knn_and_match_on_the_gpu(rng, fw, k):
     name, to_device, to_numpy = fw
@@ -197,6 +227,19 @@ def test_device_arrays_give_the_host_path_gpu_answers_bit_for_bit(rng, fw, dtype
         assert to_numpy(mr.window_reduce(d, w, "sum")).tobytes() == mr.window_reduce(x, w, "sum", backend="cuda").tobytes()
     assert (to_numpy(mr.segmented_reduce(d, "max", segment_length=1000)).tobytes()
             == mr.segmented_reduce(x, "max", segment_length=1000, backend="cuda").tobytes())
+
+
+@pytest.mark.parametrize("fw", FW)
+def test_many_whole_array_results_stay_apart(fw):
+    """Whole-array results are slots of shared slabs: 2,500 of them (past two slabs), of two result
+    dtypes, each keep their own value after every later call."""
+    name, to_device, to_numpy = fw
+    ints = [to_device(np.full(7, i, np.int32)) for i in range(50)]
+    floats = [to_device(np.full(5, i, np.float32)) for i in range(50)]
+    results = [(mr.reduce(ints[i % 50], "sum"), mr.reduce(floats[i % 50], "max")) for i in range(2500)]
+    for i, (total, largest) in enumerate(results):
+        assert is_device_array(total, name) and tuple(total.shape) == ()
+        assert int(to_numpy(total)) == 7 * (i % 50) and float(to_numpy(largest)) == i % 50, i
 
 
 @pytest.mark.parametrize("fw", FW)
