@@ -106,13 +106,23 @@ def _torch_current_stream(device: int) -> int:
 
 
 def _cupy_current_stream(device: int) -> int:
+    global _cupy_current_stream
     import cupy
 
+    get = cupy.cuda.get_current_stream
     try:
-        return cupy.cuda.get_current_stream(device).ptr  # CuPy 13 and later: any device's
+        handle = get(device).ptr  # CuPy 13 and later: any device's
+
+        def current(device: int) -> int:
+            return get(device).ptr
     except TypeError:
-        with cupy.cuda.Device(device):
-            return cupy.cuda.get_current_stream().ptr
+        def current(device: int) -> int:
+            with cupy.cuda.Device(device):
+                return get().ptr
+
+        handle = current(device)
+    _cupy_current_stream = current  # found once: later calls go straight to it
+    return handle
 
 
 def _dlpack_stream(handle: int) -> int:
@@ -205,12 +215,13 @@ def _from_torch(x, name: str, stream) -> Optional[Tuple[Imported, int]]:
 
 def _from_cupy(x, name: str, stream) -> Optional[Tuple[Imported, int]]:
     """A CuPy array read directly, when the work runs on CuPy's current stream (as _from_torch)."""
-    device = x.device.id
+    data = x.data  # a MemoryPointer: the address and its device without making a Device object
+    device = data.device_id
     handle = _cupy_current_stream(device) if stream is None else _current_stream_or_none(stream, x, "cupy", device)
     if handle is None:
         return None
     dtype = _check_numpy_like(x, name, "cupy")
-    return Imported(x, "cupy", x.data.ptr, dtype, x.shape, device), handle
+    return Imported(x, "cupy", data.ptr, dtype, x.shape, device), handle
 
 
 def import_array(x, name: str, stream) -> Tuple[Imported, int]:
