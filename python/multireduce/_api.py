@@ -182,7 +182,8 @@ def reduce(x, op: str = "sum", axis: Optional[int] = None, *, out=None, backend:
     "cpu" and "cuda" force a side (a host array is then uploaded, a device array copied to the
     host). stream: None (the producer's current stream), an int cudaStream_t or an object with
     ``__cuda_stream__``."""
-    _check_backend(backend)
+    if backend not in _BACKENDS:
+        _check_backend(backend)  # (raises)
     a, handle = _interop.import_array(x, "x", stream)
     op = str(op)
     if axis is None:
