@@ -131,23 +131,6 @@ def _result_dtype(op: str, dtype: str) -> str:
 def _reduce_job(a: Imported, op: str, shape: str, length: int, segments: int, inner: int, out_shape, offsets,
                 out, backend: str, stream: int):
     rdtype = _result_dtype(op, a.dtype)
-    if a.device >= 0 and backend != "cpu":
-        # A device array on its GPU: the common case, kept to the fewest steps (a small job's time
-        # is mostly this host path). Nothing is written before the GPU is known to run the job.
-        if out is None:
-            target = _interop.empty(a, out_shape, rdtype)
-            address = _interop.address_of(target)
-        else:
-            target, address = _interop.check_out(out, a, out_shape, rdtype, stream)
-        try:
-            _core.reduce(a.address, a.dtype, a.size, a.device, op, shape, length, segments, inner,
-                         0 if offsets is None else offsets.address, address, "cuda", stream, out is None)
-        except _core.Unsupported as e:
-            if backend == "cuda":
-                raise _unsupported(str(e), a) from None
-        else:
-            return target if out is not None else _interop.finish(target, a)
-        backend = "cpu"  # 'auto' and a job the GPU does not run: on a host copy
 
     def on(where_backend: str, host_copy: Optional[np.ndarray]):
         on_host = host_copy is not None  # a host copy of a device array
@@ -158,8 +141,9 @@ def _reduce_job(a: Imported, op: str, shape: str, length: int, segments: int, in
             if offsets is not None:
                 host_offsets = _interop.to_host(offsets)
                 off = host_offsets.ctypes.data
+        # new_output: bad device offsets may then be found after the reduction (see _core.reduce)
         _core.reduce(x_address, a.dtype, a.size, device, op, shape, length, segments, inner, off, address,
-                     where_backend, stream)
+                     where_backend, stream, out is None)
         return _deliver(target, out, a, on_host)
 
     return _run(a, backend, on)
@@ -182,8 +166,7 @@ def reduce(x, op: str = "sum", axis: Optional[int] = None, *, out=None, backend:
     "cpu" and "cuda" force a side (a host array is then uploaded, a device array copied to the
     host). stream: None (the producer's current stream), an int cudaStream_t or an object with
     ``__cuda_stream__``."""
-    if backend not in _BACKENDS:
-        _check_backend(backend)  # (raises)
+    _check_backend(backend)
     a, handle = _interop.import_array(x, "x", stream)
     op = str(op)
     if axis is None:
@@ -294,16 +277,6 @@ def statistics(x, *, backend: str = "auto", stream=None) -> Statistics:
     _check_backend(backend)
     a, handle = _interop.import_array(x, "x", stream)
     fields, nbytes = _statistics_layout(a.dtype)
-    if a.device >= 0 and backend != "cpu":  # the common case first, in the fewest steps (see _reduce_job)
-        buffer = _interop.empty(a, (nbytes,), "uint8")
-        try:
-            _core.statistics(a.address, a.dtype, a.size, a.device, _interop.address_of(buffer), "cuda", handle)
-        except _core.Unsupported as e:
-            if backend == "cuda":
-                raise _unsupported(str(e), a) from None
-            backend = "cpu"
-        else:
-            return _statistics_views(buffer, fields, a)
 
     def on(where_backend: str, host_copy: Optional[np.ndarray]):
         on_host = host_copy is not None or a.device < 0
@@ -334,7 +307,7 @@ def _statistics_views(buffer, fields, a: Imported) -> Statistics:
     """The fields of a statistics struct in a uint8 device array (PyTorch or CuPy) as 0-d views of
     it, in a's framework: one typed view of the whole buffer per dtype, indexed (every field is
     aligned to its size), rather than a slice, a view and a reshape per field."""
-    torch_buffer = a.framework == "torch" or hasattr(buffer, "data_ptr")
+    torch_buffer = hasattr(buffer, "data_ptr")  # (a JAX array's device results may be PyTorch's)
     typed = {}
     values = []
     for _, offset, dtype in fields:

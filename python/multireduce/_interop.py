@@ -224,25 +224,14 @@ def _from_cupy(x, name: str, stream) -> Optional[Tuple[Imported, int]]:
     return Imported(x, "cupy", data.ptr, dtype, x.shape, device), handle
 
 
-_torch_tensor = None  # torch.Tensor, once a tensor has been met (the hot path's test)
-
-
 def import_array(x, name: str, stream) -> Tuple[Imported, int]:
     """(the array, the stream handle the work goes on). Raises TypeError for what is not an array
     of a dtype multireduce takes, ValueError for non-contiguous arrays."""
-    global _torch_tensor
-    if type(x) is _torch_tensor and stream is None and x.is_cuda:  # the commonest case, in fewest steps
-        dtype = _TORCH_NAMES.get(x.dtype)
-        if dtype is not None and x.is_contiguous():
-            device = x.get_device()
-            return Imported(x, "torch", x.data_ptr(), dtype, tuple(x.shape), device), _torch_current_stream(device)
     framework = framework_of(x)
     if framework == "numpy":
         a = np.asarray(x)
         return _from_numpy(a, name, "numpy", x), stream_handle(stream, x, framework, -1)
     if framework == "torch" and type(x).__name__ in ("Tensor", "Parameter"):
-        if type(x).__name__ == "Tensor":
-            _torch_tensor = type(x)
         direct = _from_torch(x, name, stream)
         if direct is not None:
             return direct

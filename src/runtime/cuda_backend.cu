@@ -380,18 +380,15 @@ struct stream_state_tuning {
   static constexpr std::size_t workspace_bytes_max = 16u << 20;
 };
 
-/// The state of `stream` on the current device (made on first use), or null when the stream has no
-/// id (then the job takes its storage from the pool, as before there was a state).
+/// The state of `stream` on the current device (made on first use).
 std::shared_ptr<stream_state> state_of(cudaStream_t stream) {
   static std::mutex guard;
   static std::map<std::pair<int, unsigned long long>, std::shared_ptr<stream_state>> states;
   static std::deque<std::pair<int, unsigned long long>> met;  // in the order first met
   int device = 0;
   unsigned long long id = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || cudaStreamGetId(stream, &id) != cudaSuccess) {
-    cudaGetLastError();
-    return nullptr;
-  }
+  mc::check(cudaGetDevice(&device), "finding the stream's state");
+  mc::check(cudaStreamGetId(stream, &id), "finding the stream's state");
   const std::pair<int, unsigned long long> key{device, id};
   std::lock_guard<std::mutex> lock(guard);
   if (auto it = states.find(key); it != states.end()) return it->second;
@@ -403,14 +400,14 @@ std::shared_ptr<stream_state> state_of(cudaStream_t stream) {
   return states[key] = std::make_shared<stream_state>(stream);
 }
 
-/// Runs a CUB-style call in the stream state's workspace (null: in pool storage, as run_queued),
-/// unless it needs more than workspace_bytes_max.
+/// Runs a CUB-style call in the stream state's workspace, or in pool storage (run_queued) when it
+/// needs more than workspace_bytes_max.
 template <class Algorithm>
-void run_on_stream(stream_state* state, const char* what, cudaStream_t stream, Algorithm&& algorithm) {
+void run_on_stream(stream_state& state, const char* what, cudaStream_t stream, Algorithm&& algorithm) {
   std::size_t bytes = 0;
   mc::check(algorithm(nullptr, bytes), what);
-  if (state == nullptr || bytes > stream_state_tuning::workspace_bytes_max) return run_queued(what, stream, algorithm);
-  state->ws.run_async(what, algorithm);
+  if (bytes > stream_state_tuning::workspace_bytes_max) return run_queued(what, stream, algorithm);
+  state.ws.run_async(what, algorithm);
 }
 
 /// Marks in *first_bad the smallest s whose offset breaks the rules: o[0] < 0, o[s] < o[s - 1], or
@@ -442,60 +439,45 @@ void read_offsets_verdict(const std::int64_t* o, std::int64_t n, unsigned long l
   throw_bad_offset(s, pair[0], pair[1], n);
 }
 
-/// Checks offsets in GPU memory before anything reads them: one kernel, then its verdict read back
-/// (read_offsets_verdict). The mark is the stream state's, or (no state) one in pool storage.
-void check_offsets_on_gpu(const std::int64_t* o, std::int64_t segments, std::int64_t n, stream_state* state,
+/// Checks offsets in GPU memory before anything reads them: one kernel marking the stream state's
+/// mark, then its verdict read back (read_offsets_verdict).
+void check_offsets_on_gpu(const std::int64_t* o, std::int64_t segments, std::int64_t n, stream_state& state,
                           cudaStream_t stream) {
-  std::optional<stream_storage> own;
-  std::optional<mc::pinned_buffer<unsigned long long>> own_host;
-  unsigned long long* mark = state != nullptr ? state->bad_offset.data() : nullptr;
-  unsigned long long* host_word = state != nullptr ? state->bad_offset_host.data() : nullptr;
-  if (state == nullptr) {
-    own.emplace(sizeof(unsigned long long), stream);
-    own_host.emplace(1);
-    mark = static_cast<unsigned long long*>(own->get());
-    host_word = own_host->data();
-    mc::check(cudaMemsetAsync(mark, 0xff, sizeof(unsigned long long), stream), "checking the offsets");
-  }
   const int threads = 256;
   const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((segments + threads) / threads, 4096));
-  mc::check(mc::launch(find_bad_offset_kernel, blocks, threads, 0, stream, o, segments, n, mark), "checking the offsets");
-  read_offsets_verdict(o, n, mark, host_word, stream);
+  mc::check(mc::launch(find_bad_offset_kernel, blocks, threads, 0, stream, o, segments, n, state.bad_offset.data()),
+            "checking the offsets");
+  read_offsets_verdict(o, n, state.bad_offset.data(), state.bad_offset_host.data(), stream);
 }
 
-/// A whole-array job, input and output in GPU memory: one launch in the stream's workspace (pool
-/// storage and a cleared ticket when the stream has no state).
+/// A whole-array job, input and output in GPU memory: one launch in the stream's workspace.
 template <class T>
-void whole_reduce_queued(const reduce_job& job, const output_view& out, stream_state* state, cudaStream_t stream) {
+void whole_reduce_queued(const reduce_job& job, const output_view& out, cudaStream_t stream) {
   const T* d = static_cast<const T*>(job.input.data);
   const std::int64_t n = job.input.count;
+  const std::shared_ptr<stream_state> state = state_of(stream);
+  const std::lock_guard<std::mutex> lock(state->busy);
   if (info(job.op).positional) {  // {value, index} in temporary storage; the index is the output
     stream_storage pair(sizeof(key_value<T>), stream);
     auto* found = static_cast<key_value<T>*>(pair.get());
-    if (state != nullptr) {
-      if (job.op == op_kind::argmin) state->ws.argmin_async(d, n, found);
-      else state->ws.argmax_async(d, n, found);
-    } else {
-      run_queued("reduce", stream, [&](void* t, std::size_t& b) {
-        return job.op == op_kind::argmin ? mc::argmin(t, b, d, found, n, stream) : mc::argmax(t, b, d, found, n, stream);
-      });
-    }
+    if (job.op == op_kind::argmin) state->ws.argmin_async(d, n, found);
+    else state->ws.argmax_async(d, n, found);
     mc::check(cudaMemcpyAsync(out.data, &found->index, sizeof(std::int64_t), cudaMemcpyDeviceToDevice, stream),
               "writing the result");
     return;
   }
   visit_value_op<T>(job.op, [&](auto op, auto init) {
     using Acc = decltype(init);
-    auto* result = static_cast<Acc*>(out.data);
-    if (state != nullptr) return state->ws.reduce_async(d, n, result, op, init);
-    run_queued("reduce", stream, [&](void* t, std::size_t& b) { return mc::reduce(t, b, d, result, n, op, init, stream); });
+    state->ws.reduce_async(d, n, static_cast<Acc*>(out.data), op, init);
   });
 }
 
 /// A segmented or window job, input, offsets and outputs in GPU memory (host offsets are uploaded).
 template <class T>
-void shaped_reduce_queued(const reduce_job& job, const output_view& out, stream_state* state, cudaStream_t stream) {
+void shaped_reduce_queued(const reduce_job& job, const output_view& out, cudaStream_t stream) {
   if constexpr (shaped_type<T>) {
+    const std::shared_ptr<stream_state> state = state_of(stream);
+    const std::lock_guard<std::mutex> lock(state->busy);
     visit_value_op<T, shaped_ops>(job.op, [&](auto op, auto init) {
       using Acc = decltype(init);
       const T* in = static_cast<const T*>(job.input.data);
@@ -510,28 +492,27 @@ void shaped_reduce_queued(const reduce_job& job, const output_view& out, stream_
           mc::check(cudaMemcpyAsync(uploaded->get(), job.offsets, offset_bytes, cudaMemcpyHostToDevice, stream),
                     "uploading the offsets");
           o = static_cast<const std::int64_t*>(uploaded->get());
-        } else if (job.output_is_new && state != nullptr &&
-                   mc::detail::segmented_reduce_is_staged(in, n, job.segments, o, o + 1)) {
+        } else if (job.output_is_new && mc::detail::segmented_reduce_is_staged(in, n, job.segments, o, o + 1)) {
           // The staged kernel checks the offsets as it reads them (reading only inside the input
           // whatever they say): no check kernel and no wait before the reduction. The verdict is
           // read after it; bad offsets leave garbage only in an output made for this call.
-          run_on_stream(state, "segmented reduce", stream, [&](void* t, std::size_t& b) {
+          run_on_stream(*state, "segmented reduce", stream, [&](void* t, std::size_t& b) {
             return mc::detail::segmented_reduce(t, b, in, n, result, job.segments, o, o + 1, op, init, stream,
                                                 state->bad_offset.data());
           });
           return read_offsets_verdict(o, n, state->bad_offset.data(), state->bad_offset_host.data(), stream);
         } else {
-          check_offsets_on_gpu(o, job.segments, n, state, stream);
+          check_offsets_on_gpu(o, job.segments, n, *state, stream);
         }
-        run_on_stream(state, "segmented reduce", stream, [&](void* t, std::size_t& b) {
+        run_on_stream(*state, "segmented reduce", stream, [&](void* t, std::size_t& b) {
           return mc::segmented_reduce(t, b, in, n, result, job.segments, o, o + 1, op, init, stream);
         });
       } else if (job.shape == shape_kind::fixed_segments) {
-        run_on_stream(state, "segmented reduce", stream, [&](void* t, std::size_t& b) {
+        run_on_stream(*state, "segmented reduce", stream, [&](void* t, std::size_t& b) {
           return mc::fixed_segmented_reduce(t, b, in, result, job.segments, job.length, op, init, stream);
         });
       } else {
-        run_on_stream(state, "window reduce", stream, [&](void* t, std::size_t& b) {
+        run_on_stream(*state, "window reduce", stream, [&](void* t, std::size_t& b) {
           return mc::window_reduce(t, b, in, n, job.length, result, op, init, stream);
         });
       }
@@ -613,20 +594,10 @@ void reduce_on_gpu(const reduce_job& job, const execution& exec, report& r, Whol
 void cuda_reduce(const reduce_job& job, const output_view& out, const execution& exec, report& r) {
   if (job.input.where == memory::cuda && out.where == memory::cuda) {
     r.bytes_read = job.input.count * std::int64_t(size_of(job.input.type));
-    auto queued = [&](auto element, mc::workspace& ws, auto&& run) {
-      const std::shared_ptr<stream_state> state = state_of(ws.stream());
-      std::unique_lock<std::mutex> lock;
-      if (state != nullptr) lock = std::unique_lock<std::mutex>(state->busy);
-      run(element, state.get(), ws.stream());
-    };
     return reduce_on_gpu(
         job, exec, r,
-        [&](auto element, mc::workspace& ws) {
-          queued(element, ws, [&](auto e, stream_state* st, cudaStream_t s) { whole_reduce_queued<decltype(e)>(job, out, st, s); });
-        },
-        [&](auto element, mc::workspace& ws) {
-          queued(element, ws, [&](auto e, stream_state* st, cudaStream_t s) { shaped_reduce_queued<decltype(e)>(job, out, st, s); });
-        });
+        [&](auto element, mc::workspace& ws) { whole_reduce_queued<decltype(element)>(job, out, ws.stream()); },
+        [&](auto element, mc::workspace& ws) { shaped_reduce_queued<decltype(element)>(job, out, ws.stream()); });
   }
   reduce_on_gpu(
       job, exec, r,
@@ -707,13 +678,9 @@ void cuda_statistics(const array_view& in, const output_view& out, const executi
           return;
         }
         const T* x = static_cast<const T*>(in.data);
-        if (const std::shared_ptr<stream_state> state = state_of(stream)) {
-          const std::lock_guard<std::mutex> lock(state->busy);
-          state->ws.statistics_async(x, in.count, d);
-        } else {
-          run_queued("statistics", stream,
-                     [&](void* t, std::size_t& b) { return mc::statistics(t, b, x, d, in.count, stream); });
-        }
+        const std::shared_ptr<stream_state> state = state_of(stream);
+        const std::lock_guard<std::mutex> lock(state->busy);
+        state->ws.statistics_async(x, in.count, d);
         r.bytes_read = in.count * std::int64_t(sizeof(T));
       }
     });
