@@ -98,7 +98,12 @@ inline constexpr bool finishes_by_atomic_add = std::is_integral_v<Acc> && !std::
 /// ticket (acquire-release, which orders the add before it); the block that takes the last ticket
 /// reads the slot and sets slot and ticket back to zero. One atomic per block and one read, where
 /// fold_block_partials stores a partial per block and the last block folds them all: 1.2-1.5 us
-/// less per call on the H200 (docs/tuning-log.md). @return true in the last block, with `total`.
+/// less per call on the H200 (docs/tuning-log.md). 32-bit sums of fewer than 2^16 blocks need no
+/// ticket: one relaxed 64-bit atomic on the slot adds 2^48 + the partial as an unsigned 32-bit
+/// value, so the slot's low 48 bits hold the partials' sum (below 2^16 * 2^32: no carry out; its
+/// low 32 bits are the wrapped sum) and its top 16 bits count the blocks; the block that sees the
+/// count reach the last has the total in the atomic's old value plus its own add.
+/// @return true in the last block, with `total`.
 template <class Acc>
 __device__ bool add_block_sum(Acc block_partial, unsigned* ticket, Acc& total) {
   if (gridDim.x == 1) {
@@ -106,8 +111,19 @@ __device__ bool add_block_sum(Acc block_partial, unsigned* ticket, Acc& total) {
     return true;
   }
   auto* slot = reinterpret_cast<unsigned long long*>(ticket) + 1;
-  if constexpr (sizeof(Acc) == 4) atomicAdd(reinterpret_cast<unsigned*>(slot), static_cast<unsigned>(block_partial));
-  else atomicAdd(slot, static_cast<unsigned long long>(block_partial));
+  if constexpr (sizeof(Acc) == 4) {
+    if (gridDim.x < (1u << 16)) {
+      const unsigned long long mine = (1ull << 48) + static_cast<unsigned>(block_partial);
+      const unsigned long long old = atomicAdd(slot, mine);
+      if ((old >> 48) != gridDim.x - 1) return false;
+      total = static_cast<Acc>(static_cast<unsigned>(old + mine));
+      *slot = 0;  // ready for the next launch on this storage
+      return true;
+    }
+    atomicAdd(reinterpret_cast<unsigned*>(slot), static_cast<unsigned>(block_partial));
+  } else {
+    atomicAdd(slot, static_cast<unsigned long long>(block_partial));
+  }
   if (ticket_add_acq_rel(ticket) != gridDim.x - 1) return false;
   if constexpr (sizeof(Acc) == 4) total = static_cast<Acc>(load_coherent(reinterpret_cast<unsigned*>(slot)));
   else total = static_cast<Acc>(load_coherent(slot));
