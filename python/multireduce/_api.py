@@ -129,7 +129,7 @@ def _result_dtype(op: str, dtype: str) -> str:
 
 
 def _reduce_job(a: Imported, op: str, shape: str, length: int, segments: int, inner: int, out_shape, offsets,
-                out, backend: str, stream: int):
+                out, backend: str, stream: int, check_offsets: bool = True):
     rdtype = _result_dtype(op, a.dtype)
 
     def on(where_backend: str, host_copy: Optional[np.ndarray]):
@@ -143,7 +143,7 @@ def _reduce_job(a: Imported, op: str, shape: str, length: int, segments: int, in
                 off = host_offsets.ctypes.data
         # new_output: bad device offsets may then be found after the reduction (see _core.reduce)
         _core.reduce(x_address, a.dtype, a.size, device, op, shape, length, segments, inner, off, address,
-                     where_backend, stream, out is None)
+                     where_backend, stream, out is None, check_offsets)
         return _deliver(target, out, a, on_host)
 
     return _run(a, backend, on)
@@ -193,11 +193,18 @@ def reduce(x, op: str = "sum", axis: Optional[int] = None, *, out=None, backend:
 
 
 def segmented_reduce(x, op: str = "sum", *, offsets=None, segment_length: Optional[int] = None, out=None,
-                     backend: str = "auto", stream=None):
+                     backend: str = "auto", stream=None, check_offsets: bool = True):
     """Reduces consecutive segments of the 1-D array x: segment s is x[offsets[s]:offsets[s+1]]
     (offsets: S + 1 non-decreasing integers, on x's device or the host), or each run of
     segment_length elements (len(x) a multiple of it). Empty segments give the operator's identity
-    (argmin/argmax: -1; indices are within the segment). Other rules as reduce()."""
+    (argmin/argmax: -1; indices are within the segment). Other rules as reduce().
+
+    Offsets in GPU memory are checked on the GPU and the verdict read back, so the call waits for
+    the GPU (a bad offset raises ValueError). check_offsets=False vouches for them instead, as
+    PyTorch's ``segment_reduce(..., unsafe=True)``: no read-back and no wait. Bad offsets then give
+    unspecified values (the kernel clamps every offset into x, so it never reads outside x). Where
+    that kernel does not run (a mean segment length over 40, or a GPU older than Hopper) the
+    offsets are still checked; offsets on the host are always checked."""
     _check_backend(backend)
     a, handle = _interop.import_array(x, "x", stream)
     op = str(op)
@@ -220,7 +227,7 @@ def segmented_reduce(x, op: str = "sum", *, offsets=None, segment_length: Option
         return _reduce_job(a, op, "fixed", length, segments, 1, (segments,), None, out, backend, handle)
     o = _offsets(offsets, a, handle)
     segments = o.size - 1
-    return _reduce_job(a, op, "offsets", 0, segments, 1, (segments,), o, out, backend, handle)
+    return _reduce_job(a, op, "offsets", 0, segments, 1, (segments,), o, out, backend, handle, bool(check_offsets))
 
 
 def _offsets(offsets, a: Imported, stream: int) -> Imported:

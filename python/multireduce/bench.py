@@ -192,12 +192,18 @@ def main():
     total = int(offsets[-1])
     data = torch.randn(total, device=dev, generator=g)
     want = torch.segment_reduce(data, "sum", lengths=lengths, unsafe=True)
-    got = mr.segmented_reduce(data, "sum", offsets=offsets)
-    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
-    row(f"{segments} segments of 0..64 float32 (sum)", "torch.segment_reduce",
-        event_median(lambda: torch.segment_reduce(data, "sum", lengths=lengths, unsafe=True), stream),
+    torch.testing.assert_close(mr.segmented_reduce(data, "sum", offsets=offsets), want, rtol=1e-4, atol=1e-4)
+    assert torch.equal(mr.segmented_reduce(data, "sum", offsets=offsets, check_offsets=False),
+                       mr.segmented_reduce(data, "sum", offsets=offsets))
+    # like with like: both check the offsets (and wait for the GPU to say so), or neither does
+    row(f"{segments} segments of 0..64 float32 (sum)", "torch.segment_reduce(unsafe=False)",
+        event_median(lambda: torch.segment_reduce(data, "sum", lengths=lengths), stream),
         event_median(lambda: mr.segmented_reduce(data, "sum", offsets=offsets), stream),
-        "offsets checked as the kernel reads them (one 8-byte read-back after it)")
+        "both check the offsets on the GPU and read the verdict back")
+    row(f"{segments} segments of 0..64 float32 (sum)", "torch.segment_reduce(unsafe=True)",
+        event_median(lambda: torch.segment_reduce(data, "sum", lengths=lengths, unsafe=True), stream),
+        event_median(lambda: mr.segmented_reduce(data, "sum", offsets=offsets, check_offsets=False), stream),
+        "neither checks: mr.segmented_reduce(..., check_offsets=False)")
 
     # 3. sliding max, W = 3 / 32 / 1000, over 2^26 floats
     n = 1 << (20 if args.quick else 26)

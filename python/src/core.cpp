@@ -156,7 +156,7 @@ outcome outcome_of(const rt::report& r) { return {std::string(rt::to_string(r.us
 outcome reduce(std::uintptr_t x, const std::string& x_dtype, std::int64_t count, int device, const std::string& op,
                const std::string& shape, std::int64_t length, std::int64_t segments, std::int64_t inner,
                std::uintptr_t offsets, std::uintptr_t out, const std::string& backend, std::uintptr_t stream,
-               bool new_output) {
+               bool new_output, bool check_offsets) {
   rt::reduce_job job;
   job.input = input_of(x, parse_dtype(x_dtype), count, device);
   job.op = parse_op(op);
@@ -172,6 +172,7 @@ outcome reduce(std::uintptr_t x, const std::string& x_dtype, std::int64_t count,
   job.offsets = reinterpret_cast<const std::int64_t*>(offsets);
   job.offsets_where = where(device);
   job.output_is_new = new_output;
+  job.check_offsets = check_offsets;
   rt::validate(job);
   const rt::output_view o = output_of(out, rt::output_dtype(job), rt::output_count(job), device);
   return outcome_of(rt::reduce(job, o, execution_of(backend, device, stream)));
@@ -181,7 +182,7 @@ outcome reduce(std::uintptr_t x, const std::string& x_dtype, std::int64_t count,
 /// hot path (a small job's time is mostly host time), without the report.
 void reduce_whole(std::uintptr_t x, const std::string& x_dtype, std::int64_t count, int device, const std::string& op,
                   std::uintptr_t out, std::uintptr_t stream) {
-  reduce(x, x_dtype, count, device, op, "whole", 0, 0, 1, 0, out, "cuda", stream, true);
+  reduce(x, x_dtype, count, device, op, "whole", 0, 0, 1, 0, out, "cuda", stream, true, true);
 }
 
 std::string result_dtype(const std::string& op, const std::string& dtype) {
@@ -322,7 +323,8 @@ NB_MODULE(_core, m) {
   m.def("result_dtype", &result_dtype, nb::arg("op"), nb::arg("dtype"));
   m.def("reduce", &reduce, release(), nb::arg("x"), nb::arg("dtype"), nb::arg("count"), nb::arg("device"),
         nb::arg("op"), nb::arg("shape"), nb::arg("length"), nb::arg("segments"), nb::arg("inner"), nb::arg("offsets"),
-        nb::arg("out"), nb::arg("backend"), nb::arg("stream"), nb::arg("new_output") = false);
+        nb::arg("out"), nb::arg("backend"), nb::arg("stream"), nb::arg("new_output") = false,
+        nb::arg("check_offsets") = true);
   m.def("reduce_whole", &reduce_whole, release(), nb::arg("x"), nb::arg("dtype"), nb::arg("count"), nb::arg("device"),
         nb::arg("op"), nb::arg("out"), nb::arg("stream"));
   m.def("statistics", &statistics, release(), nb::arg("x"), nb::arg("dtype"), nb::arg("count"), nb::arg("device"),

@@ -43,6 +43,8 @@ def test_shapes_and_values_are_value_errors():
         mr.segmented_reduce(np.arange(10.0), offsets=[0, 11])
     with pytest.raises(ValueError, match="negative"):
         mr.segmented_reduce(np.arange(10.0), offsets=[-1, 5])
+    with pytest.raises(ValueError, match="non-decreasing"):  # host offsets are checked whatever the caller says
+        mr.segmented_reduce(np.arange(10.0), offsets=[0, 5, 3, 10], check_offsets=False)
     with pytest.raises(ValueError, match="exactly one"):
         mr.segmented_reduce(np.arange(10.0))
     with pytest.raises(ValueError, match="multiple of segment_length"):

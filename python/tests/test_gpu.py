@@ -104,25 +104,33 @@ def test_device_offsets_are_checked(fw):
             mr.segmented_reduce(d, "sum", offsets=to_device(np.array(bad, np.int64)))
 
 
+def many_short_segments(rng, dtype, to_device):
+    """x (200,000 random elements), its device copy, and offsets of about 8,000 segments of 0..39."""
+    x = random_array(rng, dtype, 200_000)
+    good = np.concatenate([[0], np.cumsum(rng.integers(0, 40, size=8000))])
+    good = good[good <= len(x)]
+    return x, to_device(x), good, len(good) - 1
+
+
+def wild_offsets(good, n):
+    """good with one offset made wild: huge mid-way, very negative, a negative first, past the end."""
+    segments = len(good) - 1
+    for s, value in ((4000, 10**12), (2500, -(10**12)), (0, -5), (segments, n + 1)):
+        bad = good.copy()
+        bad[s] = value
+        yield bad
+
+
 @pytest.mark.parametrize("fw", FW)
 @pytest.mark.parametrize("dtype", ("float32", "int64"))
 def test_bad_device_offsets_among_many_short_segments(rng, fw, dtype):
     """Many short segments take the kernel that checks offsets as it reads them (no out=): wild
     offsets give the first bad one's ValueError, no fault, and the next call is right; with out=
     they are checked before anything runs, and out keeps what it held."""
-    name, to_device, to_numpy = fw
-    x = random_array(rng, dtype, 200_000)
-    d = to_device(x)
-    good = np.concatenate([[0], np.cumsum(rng.integers(0, 40, size=8000))])
-    good = good[good <= len(x)]
-    segments = len(good) - 1
-    cases = []
-    for s, value, message in ((4000, 10**12, "past the end|non-decreasing"), (2500, -(10**12), "non-decreasing"),
-                              (0, -5, "negative"), (segments, len(x) + 1, "past the end")):
-        bad = good.copy()
-        bad[s] = value
-        cases.append((bad, message))
-    for bad, message in cases:
+    _, to_device, to_numpy = fw
+    x, d, good, segments = many_short_segments(rng, dtype, to_device)
+    messages = ("past the end|non-decreasing", "non-decreasing", "negative", "past the end")
+    for bad, message in zip(wild_offsets(good, len(x)), messages):
         with pytest.raises(ValueError, match=message):
             mr.segmented_reduce(d, "sum", offsets=to_device(bad))
         got = mr.segmented_reduce(d, "sum", offsets=to_device(good))  # the check's mark is clear again
@@ -131,6 +139,33 @@ def test_bad_device_offsets_among_many_short_segments(rng, fw, dtype):
         with pytest.raises(ValueError, match=message):
             mr.segmented_reduce(d, "sum", offsets=to_device(bad), out=out)
         assert (to_numpy(out) == 7).all()
+    np.testing.assert_array_equal(to_numpy(d), x)
+
+
+@pytest.mark.parametrize("fw", FW)
+@pytest.mark.parametrize("dtype", ("float32", "int64"))
+def test_vouched_device_offsets(rng, fw, dtype):
+    """check_offsets=False: good offsets give the checked call's result bit for bit, with or
+    without out=; wild ones raise nothing and fault nothing (the kernel clamps them), leave the
+    check's mark clear for the next checked call, and x untouched. Few long segments are still
+    checked."""
+    _, to_device, to_numpy = fw
+    x, d, good, segments = many_short_segments(rng, dtype, to_device)
+    want = to_numpy(mr.segmented_reduce(d, "sum", offsets=to_device(good)))
+    assert_same(want, ref.segmented(x, "sum", good), dtype, "sum", exact=False, terms=40)
+    np.testing.assert_array_equal(to_numpy(mr.segmented_reduce(d, "sum", offsets=to_device(good), check_offsets=False)),
+                                  want)
+    out = to_device(np.full(segments, 7, dtype=ref.result_dtype("sum", dtype)))
+    assert mr.segmented_reduce(d, "sum", offsets=to_device(good), out=out, check_offsets=False) is out
+    np.testing.assert_array_equal(to_numpy(out), want)
+    for bad in wild_offsets(good, len(x)):
+        got = mr.segmented_reduce(d, "sum", offsets=to_device(bad), check_offsets=False)
+        assert tuple(got.shape) == (segments,)
+        to_numpy(got)  # waits for the kernel: a fault would surface here as CudaError
+        np.testing.assert_array_equal(to_numpy(mr.segmented_reduce(d, "sum", offsets=to_device(good))), want)
+    long_bad = np.array([0, 150_000, 100_000, len(x)], np.int64)  # mean length over 40: checked anyway
+    with pytest.raises(ValueError, match="non-decreasing"):
+        mr.segmented_reduce(d, "sum", offsets=to_device(long_bad), check_offsets=False)
     np.testing.assert_array_equal(to_numpy(d), x)
 
 

@@ -361,12 +361,15 @@ void run_queued(const char* what, cudaStream_t stream, Algorithm&& algorithm) {
 /// read into. A mutex keeps two host threads queueing on one stream apart; the stream's order
 /// keeps their kernels apart.
 struct stream_state {
-  explicit stream_state(cudaStream_t stream) : ws(stream), bad_offset(1), bad_offset_host(1) {
+  explicit stream_state(cudaStream_t stream) : ws(stream), bad_offset(1), unread_mark(1), bad_offset_host(1) {
     mc::check(cudaMemsetAsync(bad_offset.data(), 0xff, sizeof(unsigned long long), stream), "preparing the stream");
   }
   std::mutex busy;
   mc::workspace ws;
   mc::device_buffer<unsigned long long> bad_offset;
+  /// The mark given to the staged kernel when the caller vouches for the offsets
+  /// (reduce_job::check_offsets false): never read, so bad_offset stays ~0 for the next check.
+  mc::device_buffer<unsigned long long> unread_mark;
   mc::pinned_buffer<unsigned long long> bad_offset_host;
 };
 
@@ -408,6 +411,22 @@ void run_on_stream(stream_state& state, const char* what, cudaStream_t stream, A
   mc::check(algorithm(nullptr, bytes), what);
   if (bytes > stream_state_tuning::workspace_bytes_max) return run_queued(what, stream, algorithm);
   state.ws.run_async(what, algorithm);
+}
+
+/// A segmented reduce over one offsets array in the stream state's workspace (its queue header kept
+/// zero: no zeroing kernel), or in pool storage when it needs more than workspace_bytes_max.
+/// bad_offset: null, or the mark of unchecked offsets (see mc::detail::segmented_reduce).
+template <class T, class Acc, class Op>
+void segmented_on_stream(stream_state& state, cudaStream_t stream, const T* in, std::int64_t n, Acc* out,
+                         std::int64_t segments, const std::int64_t* o, Op op, Acc init,
+                         unsigned long long* bad_offset) {
+  auto in_storage = [&](void* t, std::size_t& b) {
+    return mc::detail::segmented_reduce(t, b, in, n, out, segments, o, o + 1, op, init, stream, bad_offset);
+  };
+  std::size_t bytes = 0;
+  mc::check(in_storage(nullptr, bytes), "segmented reduce");
+  if (bytes > stream_state_tuning::workspace_bytes_max) return run_queued("segmented reduce", stream, in_storage);
+  state.ws.segmented_reduce_async(in, n, out, segments, o, o + 1, op, init, bad_offset);
 }
 
 /// Marks in *first_bad the smallest s whose offset breaks the rules: o[0] < 0, o[s] < o[s - 1], or
@@ -492,21 +511,21 @@ void shaped_reduce_queued(const reduce_job& job, const output_view& out, cudaStr
           mc::check(cudaMemcpyAsync(uploaded->get(), job.offsets, offset_bytes, cudaMemcpyHostToDevice, stream),
                     "uploading the offsets");
           o = static_cast<const std::int64_t*>(uploaded->get());
-        } else if (job.output_is_new && mc::detail::segmented_reduce_is_staged(in, n, job.segments, o, o + 1)) {
+        } else if ((job.output_is_new || !job.check_offsets) &&
+                   mc::detail::segmented_reduce_is_staged(in, n, job.segments, o, o + 1)) {
           // The staged kernel checks the offsets as it reads them (reading only inside the input
           // whatever they say): no check kernel and no wait before the reduction. The verdict is
-          // read after it; bad offsets leave garbage only in an output made for this call.
-          run_on_stream(*state, "segmented reduce", stream, [&](void* t, std::size_t& b) {
-            return mc::detail::segmented_reduce(t, b, in, n, result, job.segments, o, o + 1, op, init, stream,
-                                                state->bad_offset.data());
-          });
-          return read_offsets_verdict(o, n, state->bad_offset.data(), state->bad_offset_host.data(), stream);
+          // read after it (bad offsets leave garbage only in an output made for this call), or
+          // not at all when the caller vouches for the offsets.
+          unsigned long long* mark = job.check_offsets ? state->bad_offset.data() : state->unread_mark.data();
+          segmented_on_stream(*state, stream, in, n, result, job.segments, o, op, init, mark);
+          if (job.check_offsets)
+            read_offsets_verdict(o, n, state->bad_offset.data(), state->bad_offset_host.data(), stream);
+          return;
         } else {
           check_offsets_on_gpu(o, job.segments, n, *state, stream);
         }
-        run_on_stream(*state, "segmented reduce", stream, [&](void* t, std::size_t& b) {
-          return mc::segmented_reduce(t, b, in, n, result, job.segments, o, o + 1, op, init, stream);
-        });
+        segmented_on_stream(*state, stream, in, n, result, job.segments, o, op, init, nullptr);
       } else if (job.shape == shape_kind::fixed_segments) {
         run_on_stream(*state, "segmented reduce", stream, [&](void* t, std::size_t& b) {
           return mc::fixed_segmented_reduce(t, b, in, result, job.segments, job.length, op, init, stream);

@@ -106,6 +106,12 @@ struct reduce_job {
   /// The output was made for this call, so a call that throws may leave garbage in it: offsets in
   /// GPU memory are then checked as the reduction reads them, not by a kernel and a wait before.
   bool output_is_new = false;
+  /// false: the caller vouches for offsets in GPU memory (PyTorch's segment_reduce(unsafe=True)):
+  /// they are not read back, so the call does not wait for the GPU. Where the reduction reads them
+  /// through the staged kernel (many short segments) it clamps each into the input, so bad offsets
+  /// give unspecified values in the output and never a read outside the input; on the other paths
+  /// the offsets are checked anyway. Offsets on the host are always checked (on the host).
+  bool check_offsets = true;
 };
 
 /// The job that reduces axis `axis` (negative: counted from the end, as in NumPy) of the C-order

@@ -241,5 +241,47 @@ TEST(CudaDeviceSegmented, OffsetsOverlappingLongSegmentsOverflowTheQueue) {
   check("2400 in random order among 2^24", b, e);
 }
 
+// Unchecked offsets (workspace::segmented_reduce_async with a mark): good ones leave the mark ~0
+// and give the checked call's results; a bad one is marked (the first bad index), nothing outside
+// the input is read, and the next call on the workspace (its queue header kept zero) is right.
+TEST(CudaDeviceSegmented, UncheckedOffsetsAreMarkedAndClamped) {
+  MR_REQUIRE_GPU();
+  if (mc::detail::device_major() < 9) GTEST_SKIP() << "unchecked offsets take the staged kernel (sm_90)";
+  const std::uint64_t seed = seed_for("unchecked offsets");
+  const auto v = random_ints(1 << 20, seed);
+  auto in = on_device<int>(v);
+  mc::workspace ws;
+  std::mt19937_64 g(seed);
+  std::vector<std::int64_t> off{0};
+  while (off.back() < std::int64_t(v.size()) - 5000) off.push_back(off.back() + std::int64_t(g() % 41));
+  off.push_back(off.back() + 3000);  // one long segment among them: queued
+  const std::int64_t segments = std::int64_t(off.size()) - 1;
+  const std::vector<std::int64_t> b(off.begin(), off.end() - 1), e(off.begin() + 1, off.end());
+  const auto want = reference_segments(v, b, e, multireduce::sum{}, 0LL);
+  auto mark = on_device<unsigned long long>(std::vector<unsigned long long>{~0ull});
+  auto run = [&](const std::vector<std::int64_t>& offsets) {
+    auto d_off = on_device<std::int64_t>(offsets);
+    auto out = on_device<long long>(std::vector<long long>(std::size_t(segments), -7));
+    ws.segmented_reduce_async(in.data(), std::int64_t(v.size()), out.data(), segments, d_off.data(), d_off.data() + 1,
+                              multireduce::sum{}, 0LL, mark.data());
+    return host_copy(out);
+  };
+  EXPECT_EQ(run(off), want);
+  EXPECT_EQ(host_copy(mark)[0], ~0ull);
+  for (const auto& [s, value] : {std::pair<std::int64_t, std::int64_t>{segments / 2, std::int64_t(1) << 40},
+                                 {segments / 3, -(std::int64_t(1) << 40)}, {0, -1}, {segments, std::int64_t(v.size()) + 1}}) {
+    SCOPED_TRACE(s);
+    auto bad = off;
+    bad[std::size_t(s)] = value;
+    run(bad);  // values meaningless; no fault
+    // a huge offset breaks the rule at the one after it (o[s + 1] < o[s]), unless it is the last
+    const std::int64_t first_bad = value > std::int64_t(v.size()) && s < segments ? s + 1 : s;
+    EXPECT_EQ(host_copy(mark)[0], static_cast<unsigned long long>(first_bad));
+    mark = on_device<unsigned long long>(std::vector<unsigned long long>{~0ull});
+    EXPECT_EQ(run(off), want);  // the workspace's queue header is zero again
+    EXPECT_EQ(host_copy(mark)[0], ~0ull);
+  }
+}
+
 }  // namespace
 }  // namespace mr_test

@@ -2,8 +2,9 @@
 // by offsets (CUB's DeviceSegmentedReduce). Fixed-length segments: fixed_segmented_reduce.cuh.
 //
 // out[s] = op(init, fold of in[begin_offsets[s], end_offsets[s])); an empty segment gives init.
-// A one-thread kernel zeroes the long-segment queue; every kernel after it overlaps the tail of
-// the one before (sm_90):
+// A one-thread kernel zeroes the long-segment queue (unless the caller keeps its header zero: a
+// workspace does, and every call leaves it so); every kernel after it overlaps the tail of the
+// one before (sm_90):
 //  - one offsets array (end_offsets == begin_offsets + 1, CSR) over a pointer with a short mean
 //    length, sm_90: the staged kernel folds tiles of consecutive segments from shared memory
 //    (bulk copies) and queues the long segments it meets; then the long-segment kernel;
@@ -45,10 +46,14 @@ bool segmented_reduce_is_staged(It in, std::int64_t n, std::int64_t segments, Of
 /// bad_offset non-null (only where segmented_reduce_is_staged): the offsets are unchecked; the
 /// staged kernel marks there the first bad one and reads only inside the input whatever they say
 /// (*bad_offset must be ~0 before; it stays so when they are good).
+/// kept_zero_queue non-null: a queue header that is zero, used instead of the one in temporary
+/// storage; the call leaves it zero, so no zeroing kernel runs (the first kernel is then an
+/// ordinary launch, which waits for everything before it in the stream).
 template <class It, class Out, class OffIt, class Acc, class Op>
 cudaError_t segmented_reduce(void* temp_storage, std::size_t& temp_bytes, It in, std::int64_t n, Out out,
                              std::int64_t segments, OffIt begin_offsets, OffIt end_offsets, Op op, Acc init,
-                             cudaStream_t stream, unsigned long long* bad_offset = nullptr) {
+                             cudaStream_t stream, unsigned long long* bad_offset = nullptr,
+                             long_queue* kept_zero_queue = nullptr) {
   using tuning = segmented_reduce_tuning;
   static_assert(std::is_invocable_r_v<Acc, const Op&, const Acc&, const Acc&>,
                 "multireduce::cuda::segmented_reduce: op must be callable as Acc op(Acc, Acc)");
@@ -69,10 +74,12 @@ cudaError_t segmented_reduce(void* temp_storage, std::size_t& temp_bytes, It in,
   // were long and their pieces added up to 2^40 (see try_queue).
   const bool check_room = segments >= (std::int64_t(1) << 24) ||
                           double(segments) * double(n / tuning::long_segment_piece + 1) >= double(std::int64_t(1) << 40);
-  const queue_ref q{temp.get<long_queue>(0), temp.get<long_segment>(2), temp.get<unsigned>(1), most_long, most_pieces,
-                    check_room};
+  const queue_ref q{kept_zero_queue != nullptr ? kept_zero_queue : temp.get<long_queue>(0), temp.get<long_segment>(2),
+                    temp.get<unsigned>(1), most_long, most_pieces, check_room};
   Acc* pieces = temp.get<Acc>(3);
-  if (const cudaError_t e = launch(zero_queue_kernel, 1, 1, 0, stream, q.queue); e != cudaSuccess) return e;
+  const bool after_zeroing = kept_zero_queue == nullptr;  // the first kernel overlaps the zeroing kernel's launch
+  if (after_zeroing)
+    if (const cudaError_t e = launch(zero_queue_kernel, 1, 1, 0, stream, q.queue); e != cudaSuccess) return e;
   auto long_kernel = long_segments_kernel<tuning::long_segment_threads, It, Out, Acc, Op>;
   auto fold_long = [&] {
     // One wave of resident blocks: a grid of 8 per SM with only 5 resident (48 registers) left the
@@ -83,16 +90,18 @@ cudaError_t segmented_reduce(void* temp_storage, std::size_t& temp_bytes, It in,
   const std::int64_t mean = n / segments;
   if (cudaError_t e; mean <= tuning::staged_mean_max &&
                      launch_staged_offsets(in, n, out, segments, begin_offsets, end_offsets, op, init, q, stream,
-                                           bad_offset, e)) {
+                                           bad_offset, after_zeroing, e)) {
     if (e != cudaSuccess) return e;
     return fold_long();
   }
   if (bad_offset != nullptr) return cudaErrorInvalidValue;  // unchecked offsets: the staged kernel only
   auto queue_kernel = queue_long_segments_kernel<It, Out, OffIt, Acc, Op>;
   constexpr int queue_threads = tuning::queue_threads;
-  if (const cudaError_t e = launch_overlapped(queue_kernel, grid_for(segments, queue_threads, resident_grid(queue_kernel, queue_threads)),
-                                              queue_threads, 0, stream, in, out, segments, begin_offsets, end_offsets,
-                                              op, init, q);
+  const int queue_grid = grid_for(segments, queue_threads, resident_grid(queue_kernel, queue_threads));
+  if (const cudaError_t e = after_zeroing ? launch_overlapped(queue_kernel, queue_grid, queue_threads, 0, stream, in, out,
+                                                              segments, begin_offsets, end_offsets, op, init, q)
+                                          : launch(queue_kernel, queue_grid, queue_threads, 0, stream, in, out, segments,
+                                                   begin_offsets, end_offsets, op, init, q);
       e != cudaSuccess)
     return e;
   if (const cudaError_t e = fold_long(); e != cudaSuccess) return e;

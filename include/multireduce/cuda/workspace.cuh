@@ -98,13 +98,23 @@ class workspace {
     run_with_ticket("multireduce::cuda::workspace::statistics",
                     [&](void* t, std::size_t& b) { return detail::statistics(t, b, in, d_out, n, stream_, t != nullptr); });
   }
-  /// segmented_reduce (segmented_reduce.cuh) into `out`.
+  /// segmented_reduce (segmented_reduce.cuh) into `out`, its long-segment queue's header kept zero
+  /// in the ticket region (no zeroing kernel). d_bad_offset non-null: the offsets are unchecked
+  /// (one offsets array, many short segments: detail::segmented_reduce_is_staged, else
+  /// cudaErrorInvalidValue); the kernel that reads them marks at *d_bad_offset (~0 before) the
+  /// first bad one and reads nothing outside `in` whatever they say (see detail::segmented_reduce).
   template <class It, class Out, class OffIt, class Acc, class Op>
   void segmented_reduce_async(It in, std::int64_t n, Out out, std::int64_t segments, OffIt begin_offsets,
-                              OffIt end_offsets, Op op, Acc init) {
-    run_async("multireduce::cuda::workspace::segmented_reduce", [&](void* t, std::size_t& b) {
-      return detail::segmented_reduce(t, b, in, n, out, segments, begin_offsets, end_offsets, op, init, stream_);
-    });
+                              OffIt end_offsets, Op op, Acc init, unsigned long long* d_bad_offset = nullptr) {
+    try {
+      run_async("multireduce::cuda::workspace::segmented_reduce", [&](void* t, std::size_t& b) {
+        return detail::segmented_reduce(t, b, in, n, out, segments, begin_offsets, end_offsets, op, init, stream_,
+                                        d_bad_offset, t != nullptr ? kept_zero_queue() : nullptr);
+      });
+    } catch (...) {  // a launch failed: the header may be left as a kernel before it wrote it
+      if (storage_.data() != nullptr) cudaMemsetAsync(kept_zero_queue(), 0, sizeof(detail::long_queue), stream_);
+      throw;
+    }
   }
   /// fixed_segmented_reduce (fixed_segmented_reduce.cuh) into `out`.
   template <class It, class Out, class Acc, class Op>
@@ -159,7 +169,8 @@ class workspace {
 
  private:
   // The storage: [ticket region, zero between reductions][general temporary storage]. reduce and
-  // statistics get the whole buffer (their ticket is its first piece) and leave the ticket zero;
+  // statistics get the whole buffer (their ticket is its first piece, 16 bytes) and leave the
+  // ticket zero; segmented_reduce keeps its queue header zero at byte kept_zero_queue_offset;
   // every other call starts past the ticket region.
   template <class Algorithm>
   void run_with_ticket(const char* what, Algorithm&& algorithm) {
@@ -179,6 +190,12 @@ class workspace {
     storage_ = device_buffer<unsigned char>();
     storage_ = device_buffer<unsigned char>(bytes < 2 * detail::ticket_bytes ? 2 * detail::ticket_bytes : bytes);
     check(cudaMemsetAsync(storage_.data(), 0, detail::ticket_bytes, stream_), "multireduce::cuda::workspace");
+  }
+  static constexpr std::size_t kept_zero_queue_offset = 64;
+  static_assert(kept_zero_queue_offset >= detail::ticket_clear_bytes &&
+                kept_zero_queue_offset + sizeof(detail::long_queue) <= detail::ticket_bytes);
+  detail::long_queue* kept_zero_queue() {
+    return reinterpret_cast<detail::long_queue*>(storage_.data() + kept_zero_queue_offset);
   }
   template <class R>
   R* scratch() {

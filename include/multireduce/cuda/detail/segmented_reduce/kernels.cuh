@@ -91,10 +91,19 @@ __global__ void __launch_bounds__(BlockThreads)
     long_segment left;        // the segment whose ticket the block added to last (segment -1: none)
     std::int64_t begin, end;  // this piece's elements (begin == end: none, a reservation left unused)
   } walk;
+  __shared__ unsigned long long header;
   allow_next_grid();         // the short segments' kernel fills the SMs this one leaves
   wait_for_previous_grid();  // the queue is complete
   cuda_lane lane;
-  const unsigned long long packed = q.queue->packed;
+  if (threadIdx.x == 0) {  // read the header; the last block to read it sets it back to zero
+    header = q.queue->packed;
+    if (ticket_add_acq_rel(&q.queue->readers) == gridDim.x - 1) {  // orders every block's read before
+      q.queue->packed = 0;
+      q.queue->readers = 0;
+    }
+  }
+  __syncthreads();
+  const unsigned long long packed = header;
   const std::int64_t total = min(static_cast<std::int64_t>(packed & queue_piece_mask), q.piece_capacity);
   const std::int64_t first = total * blockIdx.x / gridDim.x, last = total * (blockIdx.x + 1) / gridDim.x;
   if (first >= last) return;
@@ -360,11 +369,12 @@ bool staged_offsets_apply(It in, OffIt begin_offsets, OffIt end_offsets) {
 }
 
 /// Launches staged_offset_segments_kernel when it applies (staged_offsets_apply); returns false
-/// otherwise. bad_offset: see the kernel (null: the offsets have been checked).
+/// otherwise. bad_offset: see the kernel (null: the offsets have been checked). overlapped: an
+/// overlapped launch (after the queue's zeroing kernel), else an ordinary one.
 template <class It, class Out, class OffIt, class Acc, class Op>
 bool launch_staged_offsets(It in, std::int64_t n, Out out, std::int64_t segments, OffIt begin_offsets,
                            OffIt end_offsets, Op op, Acc init, const queue_ref& q, cudaStream_t stream,
-                           unsigned long long* bad_offset, cudaError_t& error) {
+                           unsigned long long* bad_offset, bool overlapped, cudaError_t& error) {
   if constexpr (std::is_pointer_v<OffIt> && std::is_pointer_v<It>) {
     using T = std::remove_cv_t<std::remove_pointer_t<It>>;
     if (!staged_offsets_apply(in, begin_offsets, end_offsets)) return false;
@@ -372,9 +382,12 @@ bool launch_staged_offsets(It in, std::int64_t n, Out out, std::int64_t segments
     constexpr std::size_t shared = std::size_t(stages) * segmented_reduce_tuning::staged_stage_bytes;
     auto go = [&](auto kernel) {
       error = allow_dynamic_shared(kernel, shared);
-      if (error == cudaSuccess)
-        error = launch_overlapped(kernel, grid_for((segments + threads - 1) / threads, 1, resident_grid(kernel, threads, shared)),
-                                  threads, shared, stream, in, n, out, segments, begin_offsets, op, init, q, bad_offset);
+      if (error != cudaSuccess) return;
+      const int grid = grid_for((segments + threads - 1) / threads, 1, resident_grid(kernel, threads, shared));
+      error = overlapped ? launch_overlapped(kernel, grid, threads, shared, stream, in, n, out, segments, begin_offsets,
+                                             op, init, q, bad_offset)
+                         : launch(kernel, grid, threads, shared, stream, in, n, out, segments, begin_offsets, op, init,
+                                  q, bad_offset);
     };
     if (bad_offset != nullptr) go(staged_offset_segments_kernel<threads, stages, true, T, Out, OffIt, Acc, Op>);
     else go(staged_offset_segments_kernel<threads, stages, false, T, Out, OffIt, Acc, Op>);

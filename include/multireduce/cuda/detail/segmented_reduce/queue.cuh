@@ -27,13 +27,17 @@ struct alignas(16) long_segment {
 };
 
 /// Queue header: count of segments (high 24 bits) and of pieces (low 40 bits), in one word so
-/// that first_piece grows with the queue position.
+/// that first_piece grows with the queue position; `readers` counts the long-segment kernel's
+/// blocks that have read it, so that the last one sets both back to zero: a call leaves its header
+/// zero, and the next call on the same header needs no zeroing kernel (workspace keeps one).
 struct long_queue {
   unsigned long long packed;
+  unsigned readers;
 };
 
-/// Where a kernel that may queue long segments finds the queue (zeroed by zero_queue_kernel, the
-/// kernel launched just before it). capacity <= queue_slots_max, piece_capacity <= queue_pieces_max.
+/// Where a kernel that may queue long segments finds the queue (zero when the call's first kernel
+/// starts: kept so, or zeroed by zero_queue_kernel just before it). capacity <= queue_slots_max,
+/// piece_capacity <= queue_pieces_max.
 struct queue_ref {
   long_queue* queue;
   long_segment* queued;
@@ -47,6 +51,7 @@ struct queue_ref {
 static __global__ void zero_queue_kernel(long_queue* queue) {  // static: one copy per translation unit
   allow_next_grid();
   queue->packed = 0;
+  queue->readers = 0;
 }
 
 /// Segments longer than long_segment_min go through the queue and the long-segment kernel.
