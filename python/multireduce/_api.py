@@ -203,9 +203,8 @@ def segmented_reduce(x, op: str = "sum", *, offsets=None, segment_length: Option
     the GPU (a bad offset raises ValueError). check_offsets=False vouches for them instead, as
     PyTorch's ``segment_reduce(..., unsafe=True)``: no read-back and no wait. Bad offsets then give
     unspecified values, in `out` too (the kernel clamps every offset into x, so it never reads
-    outside x). Where
-    that kernel does not run (a mean segment length over 40, or a GPU older than Hopper) the
-    offsets are still checked; offsets on the host are always checked."""
+    outside x). Where that kernel does not run (a mean segment length over 40, or a GPU older than
+    Hopper) the offsets are still checked; offsets on the host are always checked."""
     _check_backend(backend)
     a, handle = _interop.import_array(x, "x", stream)
     op = str(op)

@@ -10,6 +10,7 @@ Results are made in the input's framework (NumPy, CuPy, PyTorch, JAX) and on its
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import sys
@@ -301,24 +302,18 @@ def _wait_for(producer: int, consumer: int, device: int) -> None:
 # ---- results in the input's framework --------------------------------------------------------------
 
 
-_TORCH_DTYPES = {}  # dtype name -> torch.dtype
-_NUMPY_DTYPES = {}  # dtype name -> numpy.dtype
-
-
+@functools.lru_cache(maxsize=None)
 def _torch_dtype(dtype: str):
-    found = _TORCH_DTYPES.get(dtype)
-    if found is None:
-        import torch
+    """torch's dtype of a dtype name."""
+    import torch
 
-        found = _TORCH_DTYPES[dtype] = getattr(torch, dtype)
-    return found
+    return getattr(torch, dtype)
 
 
+@functools.lru_cache(maxsize=None)
 def _numpy_dtype(dtype: str):
-    found = _NUMPY_DTYPES.get(dtype)
-    if found is None:
-        found = _NUMPY_DTYPES[dtype] = np.dtype(dtype)
-    return found
+    """NumPy's dtype of a dtype name (np.dtype() parses the name each time)."""
+    return np.dtype(dtype)
 
 
 def empty(like: Imported, shape: Tuple[int, ...], dtype: str):

@@ -356,8 +356,8 @@ void run_queued(const char* what, cudaStream_t stream, Algorithm&& algorithm) {
 }
 
 /// What the queued jobs of one stream keep between calls, so that a small job is one launch and no
-/// allocation: a workspace (temporary storage that only grows; reduce's ticket kept zero, so no
-/// clearing either), and the offsets check's mark (~0 between calls) with a pinned host word it is
+/// allocation: a workspace (temporary storage that only grows; reduce's ticket and the segmented
+/// reduce's queue header kept zero, so no clearing either), and the offsets check's mark (~0 between calls) with a pinned host word it is
 /// read into. A mutex keeps two host threads queueing on one stream apart; the stream's order
 /// keeps their kernels apart.
 struct stream_state {
@@ -403,30 +403,33 @@ std::shared_ptr<stream_state> state_of(cudaStream_t stream) {
   return states[key] = std::make_shared<stream_state>(stream);
 }
 
-/// Runs a CUB-style call in the stream state's workspace, or in pool storage (run_queued) when it
-/// needs more than workspace_bytes_max.
-template <class Algorithm>
-void run_on_stream(stream_state& state, const char* what, cudaStream_t stream, Algorithm&& algorithm) {
+/// Runs a CUB-style call in pool storage (run_queued) when it needs more than workspace_bytes_max,
+/// else in_workspace() (by default the call in the stream state's workspace).
+template <class Algorithm, class InWorkspace>
+void run_on_stream(const char* what, cudaStream_t stream, Algorithm&& algorithm, InWorkspace&& in_workspace) {
   std::size_t bytes = 0;
   mc::check(algorithm(nullptr, bytes), what);
   if (bytes > stream_state_tuning::workspace_bytes_max) return run_queued(what, stream, algorithm);
-  state.ws.run_async(what, algorithm);
+  in_workspace();
+}
+template <class Algorithm>
+void run_on_stream(stream_state& state, const char* what, cudaStream_t stream, Algorithm&& algorithm) {
+  run_on_stream(what, stream, algorithm, [&] { state.ws.run_async(what, algorithm); });
 }
 
-/// A segmented reduce over one offsets array in the stream state's workspace (its queue header kept
-/// zero: no zeroing kernel), or in pool storage when it needs more than workspace_bytes_max.
-/// bad_offset: null, or the mark of unchecked offsets (see mc::detail::segmented_reduce).
+/// A segmented reduce over one offsets array: in the stream state's workspace through its own
+/// entry point (the queue header kept zero: no zeroing kernel), as run_on_stream. bad_offset: null,
+/// or the mark of unchecked offsets (see mc::detail::segmented_reduce).
 template <class T, class Acc, class Op>
 void segmented_on_stream(stream_state& state, cudaStream_t stream, const T* in, std::int64_t n, Acc* out,
                          std::int64_t segments, const std::int64_t* o, Op op, Acc init,
                          unsigned long long* bad_offset) {
-  auto in_storage = [&](void* t, std::size_t& b) {
-    return mc::detail::segmented_reduce(t, b, in, n, out, segments, o, o + 1, op, init, stream, bad_offset);
-  };
-  std::size_t bytes = 0;
-  mc::check(in_storage(nullptr, bytes), "segmented reduce");
-  if (bytes > stream_state_tuning::workspace_bytes_max) return run_queued("segmented reduce", stream, in_storage);
-  state.ws.segmented_reduce_async(in, n, out, segments, o, o + 1, op, init, bad_offset);
+  run_on_stream(
+      "segmented reduce", stream,
+      [&](void* t, std::size_t& b) {
+        return mc::detail::segmented_reduce(t, b, in, n, out, segments, o, o + 1, op, init, stream, bad_offset);
+      },
+      [&] { state.ws.segmented_reduce_async(in, n, out, segments, o, o + 1, op, init, bad_offset); });
 }
 
 /// Marks in *first_bad the smallest s whose offset breaks the rules: o[0] < 0, o[s] < o[s - 1], or

@@ -97,11 +97,10 @@ cudaError_t segmented_reduce(void* temp_storage, std::size_t& temp_bytes, It in,
   if (bad_offset != nullptr) return cudaErrorInvalidValue;  // unchecked offsets: the staged kernel only
   auto queue_kernel = queue_long_segments_kernel<It, Out, OffIt, Acc, Op>;
   constexpr int queue_threads = tuning::queue_threads;
-  const int queue_grid = grid_for(segments, queue_threads, resident_grid(queue_kernel, queue_threads));
-  if (const cudaError_t e = after_zeroing ? launch_overlapped(queue_kernel, queue_grid, queue_threads, 0, stream, in, out,
-                                                              segments, begin_offsets, end_offsets, op, init, q)
-                                          : launch(queue_kernel, queue_grid, queue_threads, 0, stream, in, out, segments,
-                                                   begin_offsets, end_offsets, op, init, q);
+  if (const cudaError_t e = launch_overlapped_if(after_zeroing, queue_kernel,
+                                                 grid_for(segments, queue_threads, resident_grid(queue_kernel, queue_threads)),
+                                                 queue_threads, 0, stream, in, out, segments, begin_offsets, end_offsets,
+                                                 op, init, q);
       e != cudaSuccess)
     return e;
   if (const cudaError_t e = fold_long(); e != cudaSuccess) return e;

@@ -12,6 +12,7 @@
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && \
     !defined(__CUDACC__) && !defined(__NVCOMPILER) && !defined(__INTEL_LLVM_COMPILER)
+#define MULTIREDUCE_MATCH_AVX512 1  // knn_rows_avx512 is built (and runs where the CPU has it)
 #include <immintrin.h>
 #endif
 
@@ -62,9 +63,7 @@ inline void hamming_row_block(const std::uint64_t* a, const std::uint64_t* rows,
   }
 }
 
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && \
-    !defined(__CUDACC__) && !defined(__NVCOMPILER) && !defined(__INTEL_LLVM_COMPILER)
-#define MULTIREDUCE_MATCH_AVX512 1
+#if defined(MULTIREDUCE_MATCH_AVX512)
 /// Whether this CPU runs knn_rows_avx512 (AVX-512 F and VPOPCNTDQ), asked once.
 inline bool cpu_has_avx512_popcount() {
   static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq");
@@ -85,18 +84,17 @@ __attribute__((target("avx512f,avx512vpopcntdq"))) inline void knn_rows_avx512(
     const std::uint64_t* aq = a + std::size_t(q) * words;
     for (std::int64_t i = 0; i < count; i += 8) {
       const __mmask8 valid = count - i >= 8 ? __mmask8(0xff) : static_cast<__mmask8>((1u << (count - i)) - 1);
-      __m512i d0 = _mm512_setzero_si512(), d1 = d0, d2 = d0, d3 = d0;
+      __m512i ds[queries_per_pass];  // (unrolled: registers)
+#pragma GCC unroll 4
+      for (int j = 0; j < queries_per_pass; ++j) ds[j] = _mm512_setzero_si512();
       for (int w = 0; w < words; ++w) {
         const __m512i r = _mm512_load_si512(rows_t + std::size_t(w) * stride + i);
-        d0 = _mm512_add_epi64(d0, _mm512_popcnt_epi64(_mm512_xor_si512(r, _mm512_set1_epi64(std::int64_t(aq[w])))));
-        if (here > 1)
-          d1 = _mm512_add_epi64(d1, _mm512_popcnt_epi64(_mm512_xor_si512(r, _mm512_set1_epi64(std::int64_t(aq[words + w])))));
-        if (here > 2)
-          d2 = _mm512_add_epi64(d2, _mm512_popcnt_epi64(_mm512_xor_si512(r, _mm512_set1_epi64(std::int64_t(aq[2 * words + w])))));
-        if (here > 3)
-          d3 = _mm512_add_epi64(d3, _mm512_popcnt_epi64(_mm512_xor_si512(r, _mm512_set1_epi64(std::int64_t(aq[3 * words + w])))));
+#pragma GCC unroll 4
+        for (int j = 0; j < queries_per_pass; ++j)
+          if (j < here)
+            ds[j] = _mm512_add_epi64(
+                ds[j], _mm512_popcnt_epi64(_mm512_xor_si512(r, _mm512_set1_epi64(std::int64_t(aq[j * words + w])))));
       }
-      const __m512i ds[queries_per_pass] = {d0, d1, d2, d3};
       for (int j = 0; j < here; ++j) {
         top_k& l = lists[q + j];
         const std::int64_t bound = l.size == l.k ? l.dist[l.k - 1] : std::numeric_limits<std::int32_t>::max();
@@ -136,29 +134,27 @@ inline void knn_hamming(const std::uint8_t* query, std::int64_t queries, const s
     for (std::int64_t q = q0; q < q1; ++q) std::memcpy(&a[std::size_t((q - q0) * words)], query + q * bytes, std::size_t(bytes));
     std::vector<std::int32_t> d(static_cast<std::size_t>(train_block));
 #if defined(MULTIREDUCE_MATCH_AVX512)
-    if (detail::cpu_has_avx512_popcount()) {
-      // The training block's words transposed (64-byte aligned: whole vectors of 8 rows).
-      std::vector<std::uint64_t> rows_t(std::size_t(train_block * words) + 8);
-      std::uint64_t* t_words = rows_t.data();
-      while (reinterpret_cast<std::uintptr_t>(t_words) % 64 != 0) ++t_words;
-      for (std::int64_t t0 = 0; t0 < trains; t0 += train_block) {
-        const std::int64_t t1 = std::min(trains, t0 + train_block);
-        std::fill(rows.begin(), rows.end(), 0);
-        for (std::int64_t t = t0; t < t1; ++t) {
-          std::memcpy(&rows[std::size_t((t - t0) * words)], train + t * bytes, std::size_t(bytes));
-          for (int w = 0; w < words; ++w)
-            t_words[std::size_t(w) * train_block + std::size_t(t - t0)] = rows[std::size_t((t - t0) * words + w)];
-        }
-        detail::knn_rows_avx512(a.data(), static_cast<int>(q1 - q0), t_words, train_block, words, t1 - t0, t0,
-                                best.data());
-      }
-    } else
+    // For knn_rows_avx512, the training block's words transposed (64-byte aligned: whole vectors
+    // of 8 rows).
+    const bool avx512 = detail::cpu_has_avx512_popcount();
+    std::vector<std::uint64_t> rows_t(avx512 ? std::size_t(train_block * words) + 8 : 0);
+    std::uint64_t* t_words = rows_t.data();
+    while (reinterpret_cast<std::uintptr_t>(t_words) % 64 != 0) ++t_words;
 #endif
     for (std::int64_t t0 = 0; t0 < trains; t0 += train_block) {
       const std::int64_t t1 = std::min(trains, t0 + train_block);
       std::fill(rows.begin(), rows.end(), 0);
       for (std::int64_t t = t0; t < t1; ++t)
         std::memcpy(&rows[std::size_t((t - t0) * words)], train + t * bytes, std::size_t(bytes));
+#if defined(MULTIREDUCE_MATCH_AVX512)
+      if (avx512) {
+        for (std::int64_t i = 0; i < t1 - t0; ++i)
+          for (int w = 0; w < words; ++w) t_words[std::size_t(w) * train_block + std::size_t(i)] = rows[std::size_t(i * words + w)];
+        detail::knn_rows_avx512(a.data(), static_cast<int>(q1 - q0), t_words, train_block, words, t1 - t0, t0,
+                                best.data());
+        continue;
+      }
+#endif
       for (std::int64_t q = q0; q < q1; ++q) {
         detail::hamming_row_block(&a[std::size_t((q - q0) * words)], rows.data(), words, t1 - t0, d.data());
         auto& list = best[static_cast<std::size_t>(q - q0)];

@@ -73,74 +73,77 @@ inline int grid_for(std::int64_t work_items, int per_block, int max_blocks) {
   return static_cast<int>(blocks < 1 ? 1 : blocks > max_blocks ? max_blocks : blocks);
 }
 
-/// Blocks of `kernel` that fit on the device at once (at least one per SM): the grid of a
-/// kernel whose blocks loop over their work, so that no block starts only after others finish.
-/// The occupancy is asked of the runtime once per (device, kernel, threads, shared bytes) and kept
-/// (a mutex guards the table): a small job's launch should not pay for the calculation each time.
-template <class Kernel>
-inline int resident_grid(Kernel kernel, int threads, std::size_t shared = 0) {
+/// A fact about a kernel launch shape that the runtime is asked once per (device, kernel, threads,
+/// bytes) and that is then kept, in a table per Fact that a mutex guards: a small job's launch
+/// should not pay for the question each time. ask(int& value) -> cudaError_t; a failure is
+/// returned and not kept (a later call asks again).
+template <class Fact, class Ask>
+inline cudaError_t asked_once(const void* kernel, int threads, std::size_t bytes, int& value, Ask&& ask) {
   struct known {
     int device;
     const void* kernel;
     int threads;
-    std::size_t shared;
-    int per_sm;
-  };
-  static std::mutex guard;
-  static std::vector<known> table;
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) device = -1;
-  const void* key = reinterpret_cast<const void*>(kernel);
-  {
-    std::lock_guard<std::mutex> lock(guard);
-    for (const known& k : table)
-      if (k.device == device && k.kernel == key && k.threads == threads && k.shared == shared)
-        return sm_count() * k.per_sm;
-  }
-  int per_sm = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared) != cudaSuccess || per_sm < 1) {
-    cudaGetLastError();
-    return sm_count();  // not kept: a later call may read it
-  }
-  std::lock_guard<std::mutex> lock(guard);
-  table.push_back(known{device, key, threads, shared, per_sm});
-  return sm_count() * per_sm;
-}
-
-/// cudaFuncSetAttribute(kernel, MaxDynamicSharedMemorySize, bytes), asked of the runtime once per
-/// (device, kernel, bytes) and remembered (a mutex guards the table): the attribute stays set, and
-/// the call costs a small job's launch a few microseconds of host time.
-template <class Kernel>
-inline cudaError_t allow_dynamic_shared(Kernel kernel, std::size_t bytes) {
-  struct known {
-    int device;
-    const void* kernel;
     std::size_t bytes;
+    int value;
   };
   static std::mutex guard;
   static std::vector<known> table;
   int device = 0;
   if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-  const void* key = reinterpret_cast<const void*>(kernel);
   {
     std::lock_guard<std::mutex> lock(guard);
     for (const known& k : table)
-      if (k.device == device && k.kernel == key && k.bytes == bytes) return cudaSuccess;
+      if (k.device == device && k.kernel == kernel && k.threads == threads && k.bytes == bytes) {
+        value = k.value;
+        return cudaSuccess;
+      }
   }
-  const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
-  if (e != cudaSuccess) return e;
+  if (const cudaError_t e = ask(value); e != cudaSuccess) return e;
   std::lock_guard<std::mutex> lock(guard);
-  table.push_back(known{device, key, bytes});
+  table.push_back(known{device, kernel, threads, bytes, value});
   return cudaSuccess;
 }
 
-/// launch(), overlapping the tail of the previous kernel in the stream on sm_90 and later
-/// (programmatic dependent launch): the kernel may be scheduled once every block of the previous
-/// one has called allow_next_grid() (ptx.cuh) or exited, and must call wait_for_previous_grid()
-/// before it reads what that kernel wrote. Before sm_90 an ordinary launch.
+struct resident_blocks_fact {};
+struct dynamic_shared_fact {};
+
+/// Blocks of `kernel` that fit on the device at once (at least one per SM): the grid of a
+/// kernel whose blocks loop over their work, so that no block starts only after others finish.
+/// The occupancy is asked once (asked_once).
+template <class Kernel>
+inline int resident_grid(Kernel kernel, int threads, std::size_t shared = 0) {
+  int per_sm = 0;
+  const cudaError_t e = asked_once<resident_blocks_fact>(
+      reinterpret_cast<const void*>(kernel), threads, shared, per_sm, [&](int& value) {
+        const cudaError_t asked = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&value, kernel, threads, shared);
+        return asked == cudaSuccess && value < 1 ? cudaErrorInvalidConfiguration : asked;
+      });
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return sm_count();
+  }
+  return sm_count() * per_sm;
+}
+
+/// cudaFuncSetAttribute(kernel, MaxDynamicSharedMemorySize, bytes), once per device, kernel and
+/// bytes (asked_once): the attribute stays set, and the call costs a small job's launch a few
+/// microseconds of host time.
+template <class Kernel>
+inline cudaError_t allow_dynamic_shared(Kernel kernel, std::size_t bytes) {
+  int unused = 0;
+  return asked_once<dynamic_shared_fact>(reinterpret_cast<const void*>(kernel), 0, bytes, unused, [&](int&) {
+    return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
+  });
+}
+
+/// launch(), overlapping the tail of the previous kernel in the stream on sm_90 and later when
+/// `overlap` (programmatic dependent launch): the kernel may be scheduled once every block of the
+/// previous one has called allow_next_grid() (ptx.cuh) or exited, and must call
+/// wait_for_previous_grid() before it reads what that kernel wrote. Otherwise, and before sm_90,
+/// an ordinary launch.
 template <class... Params, class... Args>
-cudaError_t launch_overlapped(void (*kernel)(Params...), int blocks, int threads, std::size_t shared,
-                              cudaStream_t stream, Args&&... args) {
+cudaError_t launch_overlapped_if(bool overlap_previous, void (*kernel)(Params...), int blocks, int threads,
+                                 std::size_t shared, cudaStream_t stream, Args&&... args) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(blocks));
   config.blockDim = dim3(static_cast<unsigned>(threads));
@@ -149,11 +152,18 @@ cudaError_t launch_overlapped(void (*kernel)(Params...), int blocks, int threads
   cudaLaunchAttribute overlap{};
   overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   overlap.val.programmaticStreamSerializationAllowed = 1;
-  if (device_major() >= 9) {
+  if (overlap_previous && device_major() >= 9) {
     config.attrs = &overlap;
     config.numAttrs = 1;
   }
   return after_launch(cudaLaunchKernelEx(&config, kernel, static_cast<Params>(std::forward<Args>(args))...), stream);
+}
+
+/// launch_overlapped_if(true, ...): a kernel that follows another of the same call.
+template <class... Params, class... Args>
+cudaError_t launch_overlapped(void (*kernel)(Params...), int blocks, int threads, std::size_t shared,
+                              cudaStream_t stream, Args&&... args) {
+  return launch_overlapped_if(true, kernel, blocks, threads, shared, stream, std::forward<Args>(args)...);
 }
 
 }  // namespace detail

@@ -43,7 +43,7 @@ __global__ void __launch_bounds__(segmented_reduce_tuning::queue_threads)
                         __shfl_sync(0xffffffffu, end, from), op, init);
     }
   }
-  complete_after_previous_grid();  // after the zeroing kernel: the long-segment kernel reads a whole queue
+  complete_after_previous_grid();  // after the zeroing kernel, if any: the long-segment kernel reads a whole queue
 }
 
 /// The queue slot that owns `piece`: the last slot with first_piece <= piece (slots' first pieces
@@ -220,7 +220,6 @@ struct staged_span {
   bool fits;
 };
 
-///
 /// Unchecked offsets: with Checked the kernel takes offsets nobody has checked. It
 /// marks there (atomicMin) the smallest s whose offset breaks the rules (o[0] < 0, o[s] < o[s-1],
 /// o[segments] > n) and reads only inside the input whatever they say: every offset it uses is
@@ -352,7 +351,7 @@ __global__ void __launch_bounds__(Threads)
       ahead = load_bounds(j + Stages + 1);
     }
   }
-  complete_after_previous_grid();  // after the zeroing kernel: the long-segment kernel reads a whole queue
+  complete_after_previous_grid();  // after the zeroing kernel, if any: the long-segment kernel reads a whole queue
 }
 
 /// Whether staged_offset_segments_kernel applies: sm_90 or later, pointers, one offsets array,
@@ -370,7 +369,7 @@ bool staged_offsets_apply(It in, OffIt begin_offsets, OffIt end_offsets) {
 
 /// Launches staged_offset_segments_kernel when it applies (staged_offsets_apply); returns false
 /// otherwise. bad_offset: see the kernel (null: the offsets have been checked). overlapped: an
-/// overlapped launch (after the queue's zeroing kernel), else an ordinary one.
+/// overlapped launch (after the queue's zeroing kernel), else an ordinary one (launch_overlapped_if).
 template <class It, class Out, class OffIt, class Acc, class Op>
 bool launch_staged_offsets(It in, std::int64_t n, Out out, std::int64_t segments, OffIt begin_offsets,
                            OffIt end_offsets, Op op, Acc init, const queue_ref& q, cudaStream_t stream,
@@ -383,11 +382,9 @@ bool launch_staged_offsets(It in, std::int64_t n, Out out, std::int64_t segments
     auto go = [&](auto kernel) {
       error = allow_dynamic_shared(kernel, shared);
       if (error != cudaSuccess) return;
-      const int grid = grid_for((segments + threads - 1) / threads, 1, resident_grid(kernel, threads, shared));
-      error = overlapped ? launch_overlapped(kernel, grid, threads, shared, stream, in, n, out, segments, begin_offsets,
-                                             op, init, q, bad_offset)
-                         : launch(kernel, grid, threads, shared, stream, in, n, out, segments, begin_offsets, op, init,
-                                  q, bad_offset);
+      error = launch_overlapped_if(overlapped, kernel,
+                                   grid_for((segments + threads - 1) / threads, 1, resident_grid(kernel, threads, shared)),
+                                   threads, shared, stream, in, n, out, segments, begin_offsets, op, init, q, bad_offset);
     };
     if (bad_offset != nullptr) go(staged_offset_segments_kernel<threads, stages, true, T, Out, OffIt, Acc, Op>);
     else go(staged_offset_segments_kernel<threads, stages, false, T, Out, OffIt, Acc, Op>);
