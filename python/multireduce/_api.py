@@ -15,6 +15,7 @@ from ._interop import Imported
 CudaError = _core.CudaError
 
 _BACKENDS = ("auto", "cpu", "cuda")
+_GPU_BACKENDS = ("auto", "cuda")  # what a device array's call may take the direct path with
 _SLABBED = ("torch", "cupy")  # frameworks whose whole-array results come from scalar_slabs
 
 
@@ -67,10 +68,10 @@ def _check_backend(backend) -> str:
     return backend
 
 
-def _unsupported(reason: str, a: Imported) -> Exception:
+def _unsupported(reason: str, dtype: str) -> Exception:
     """backend='cuda' for a job the GPU does not run: TypeError when the dtype is why."""
     message = f"backend='cuda': {reason}"
-    return TypeError(message) if a.dtype in reason or "dtype" in reason else ValueError(message)
+    return TypeError(message) if dtype in reason or "dtype" in reason else ValueError(message)
 
 
 def _run(a: Imported, backend: str, on, host_copies=None, host_auto: str = "cpu"):
@@ -83,7 +84,7 @@ def _run(a: Imported, backend: str, on, host_copies=None, host_auto: str = "cpu"
         try:
             return on(host_auto if backend == "auto" else backend, None)
         except _core.Unsupported as e:
-            raise _unsupported(str(e), a) from None
+            raise _unsupported(str(e), a.dtype) from None
     copies = host_copies or (lambda: _interop.to_host(a))
     if backend == "cpu":
         return on("cpu", copies())
@@ -91,7 +92,7 @@ def _run(a: Imported, backend: str, on, host_copies=None, host_auto: str = "cpu"
         return on("cuda", None)
     except _core.Unsupported as e:
         if backend == "cuda":
-            raise _unsupported(str(e), a) from None
+            raise _unsupported(str(e), a.dtype) from None
         return on("cpu", copies())
 
 
@@ -166,21 +167,21 @@ def reduce(x, op: str = "sum", axis: Optional[int] = None, *, out=None, backend:
     "cpu" and "cuda" force a side (a host array is then uploaded, a device array copied to the
     host). stream: None (the producer's current stream), an int cudaStream_t or an object with
     ``__cuda_stream__``."""
+    if axis is None and out is None and stream is None and backend in _GPU_BACKENDS and type(op) is str:
+        operand = _interop.direct_operand(x)  # the hot path: a small reduction's time is mostly host time
+        if operand is not None:
+            result = _whole_on_gpu(x, operand, op, backend)
+            if result is not None:
+                return result
     _check_backend(backend)
     a, handle = _interop.import_array(x, "x", stream)
     op = str(op)
     if axis is None:
         if out is None and a.device >= 0 and backend != "cpu" and a.framework in _SLABBED:
-            # The hot path (a small reduction's time is mostly this host path): the result is a
-            # slot of a slab (scalar_slabs), its 0-d view made after the launch.
-            slab, i, address = _interop.scalar_slabs.reserve(a, _result_dtype(op, a.dtype), handle)
-            try:
-                _core.reduce_whole(a.address, a.dtype, a.size, a.device, op, address, handle)
-            except _core.Unsupported as e:
-                if backend == "cuda":
-                    raise _unsupported(str(e), a) from None
-            else:
-                return slab[i]
+            result = _whole_on_gpu(x, (a.framework, a.address, a.dtype, a.size, len(a.shape), a.device, handle), op,
+                                   backend)
+            if result is not None:
+                return result
         return _reduce_job(a, op, "whole", 0, 0, 1, (), None, out, backend, handle)
     axis = _integer(axis, "axis")
     ndim = len(a.shape)
@@ -205,6 +206,14 @@ def segmented_reduce(x, op: str = "sum", *, offsets=None, segment_length: Option
     unspecified values, in `out` too (the kernel clamps every offset into x, so it never reads
     outside x). Where that kernel does not run (a mean segment length over 40, or a GPU older than
     Hopper) the offsets are still checked; offsets on the host are always checked."""
+    if segment_length is None and out is None and stream is None and backend in _GPU_BACKENDS and type(op) is str:
+        operand = _interop.direct_operand(x)  # the hot path, as reduce()'s
+        o = None if operand is None else _interop.direct_operand(offsets)
+        if (o is not None and operand[4] == 1 and o[4] == 1 and o[3] >= 1 and o[2] == "int64"
+                and o[0] == operand[0] and o[5] == operand[5]):
+            result = _offsets_on_gpu(x, operand, o, op, backend, bool(check_offsets))
+            if result is not None:
+                return result
     _check_backend(backend)
     a, handle = _interop.import_array(x, "x", stream)
     op = str(op)
@@ -228,6 +237,39 @@ def segmented_reduce(x, op: str = "sum", *, offsets=None, segment_length: Option
     o = _offsets(offsets, a, handle)
     segments = o.size - 1
     return _reduce_job(a, op, "offsets", 0, segments, 1, (segments,), o, out, backend, handle, bool(check_offsets))
+
+
+def _whole_on_gpu(x, operand: tuple, op: str, backend: str):
+    """reduce(x, op) of a PyTorch or CuPy device array (operand: direct_operand's tuple) queued on
+    its stream, its result a slot of a slab (scalar_slabs) whose 0-d view is taken after the
+    launch; None when the GPU does not run it (backend "auto": the general path then runs it on a host
+    copy)."""
+    framework, address, dtype, size, _, device, handle = operand
+    views, i, result = _interop.scalar_slabs.reserve(x, framework, device, _result_dtype(op, dtype), handle)
+    try:
+        _core.reduce_whole(address, dtype, size, device, op, result, handle)
+    except _core.Unsupported as e:
+        if backend == "cuda":
+            raise _unsupported(str(e), dtype) from None
+        return None
+    return views[i]
+
+
+def _offsets_on_gpu(x, operand: tuple, offsets: tuple, op: str, backend: str, check_offsets: bool):
+    """segmented_reduce(x, op, offsets=...) of a 1-D PyTorch or CuPy device array with int64
+    offsets of its framework on its device (both direct_operand's tuples), queued on its stream
+    into a new array; None when the GPU does not run it (as _whole_on_gpu)."""
+    framework, address, dtype, size, _, device, handle = operand
+    segments = offsets[3] - 1
+    result = _interop.new_array(x, framework, device, (segments,), _result_dtype(op, dtype))
+    try:
+        _core.reduce(address, dtype, size, device, op, "offsets", 0, segments, 1, offsets[1],
+                     _interop.address_of(result), "cuda", handle, True, check_offsets)
+    except _core.Unsupported as e:
+        if backend == "cuda":
+            raise _unsupported(str(e), dtype) from None
+        return None
+    return result
 
 
 def _offsets(offsets, a: Imported, stream: int) -> Imported:

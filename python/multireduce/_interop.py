@@ -225,6 +225,41 @@ def _from_cupy(x, name: str, stream) -> Optional[Tuple[Imported, int]]:
     return Imported(x, "cupy", data.ptr, dtype, x.shape, device), handle
 
 
+# ---- the direct path: what a small call on a device array needs, without an Imported ------------------
+
+# type -> reader(x) -> direct_operand's tuple or None; filled by import_array as it reads PyTorch
+# tensors and CuPy arrays directly (those exact types only)
+_DIRECT_READERS = {}
+
+
+def direct_operand(x) -> Optional[tuple]:
+    """(framework, address, dtype name, element count, ndim, device, stream handle) of `x` when it
+    is a contiguous PyTorch CUDA tensor or CuPy array of a dtype that import_array has met and
+    accepted before, read in place on its framework's current stream: what import_array would
+    find, in fewer steps and as a plain tuple (a small call's time on the GPU is mostly its host
+    time before the launch). None for anything else, which import_array then decides, with its
+    errors."""
+    reader = _DIRECT_READERS.get(type(x))
+    return None if reader is None else reader(x)
+
+
+def _torch_direct(x) -> Optional[tuple]:
+    dtype = _TORCH_NAMES.get(x.dtype)
+    if dtype is None or not x.is_cuda or not x.is_contiguous():
+        return None
+    device = x.get_device()
+    return "torch", x.data_ptr(), dtype, x.numel(), x.dim(), device, _torch_current_stream(device)
+
+
+def _cupy_direct(x) -> Optional[tuple]:
+    dtype = _NUMPY_NAMES.get(x.dtype)
+    if dtype is None or not x._c_contiguous:
+        return None
+    data = x.data
+    device = data.device_id
+    return "cupy", data.ptr, dtype, x.size, x.ndim, device, _cupy_current_stream(device)
+
+
 def import_array(x, name: str, stream) -> Tuple[Imported, int]:
     """(the array, the stream handle the work goes on). Raises TypeError for what is not an array
     of a dtype multireduce takes, ValueError for non-contiguous arrays."""
@@ -235,10 +270,13 @@ def import_array(x, name: str, stream) -> Tuple[Imported, int]:
     if framework == "torch" and type(x).__name__ in ("Tensor", "Parameter"):
         direct = _from_torch(x, name, stream)
         if direct is not None:
+            _DIRECT_READERS.setdefault(type(x), _torch_direct)
             return direct
     if framework == "cupy" and type(x).__name__ == "ndarray":
         direct = _from_cupy(x, name, stream)
         if direct is not None:
+            if hasattr(x, "_c_contiguous"):  # (CuPy's own flag; older versions read the slower flags)
+                _DIRECT_READERS.setdefault(type(x), _cupy_direct)
             return direct
     if hasattr(x, "__dlpack_device__") and hasattr(x, "__dlpack__"):
         device_type, device_id = x.__dlpack_device__()
@@ -319,25 +357,30 @@ def _numpy_dtype(dtype: str):
 def empty(like: Imported, shape: Tuple[int, ...], dtype: str):
     """A new array for results, of `like`'s framework and on its device (host results of a JAX or
     other host array are NumPy arrays here; finish() converts them)."""
-    if like.framework == "torch":  # new_empty: like's device, without parsing one (a microsecond less)
-        return like.obj.new_empty(shape, dtype=_torch_dtype(dtype))
-    if like.device < 0:
+    return new_array(like.obj, like.framework, like.device, shape, dtype)
+
+
+def new_array(obj, framework: str, device: int, shape: Tuple[int, ...], dtype: str):
+    """empty() for an array `obj` of `framework` on `device` (-1: the host)."""
+    if framework == "torch":  # new_empty: obj's device, without parsing one (a microsecond less)
+        return obj.new_empty(shape, dtype=_torch_dtype(dtype))
+    if device < 0:
         return np.empty(shape, dtype=dtype)
     try:
         import cupy
     except ImportError:
         cupy = None
     if cupy is not None:
-        if cupy.cuda.runtime.getDevice() == like.device:
+        if cupy.cuda.runtime.getDevice() == device:
             return cupy.empty(shape, dtype=_numpy_dtype(dtype))
-        with cupy.cuda.Device(like.device):
+        with cupy.cuda.Device(device):
             return cupy.empty(shape, dtype=_numpy_dtype(dtype))
-    if "torch" in sys.modules or like.framework == "jax":
+    if "torch" in sys.modules or framework == "jax":
         import torch
 
-        return torch.empty(shape, dtype=_torch_dtype(dtype), device=f"cuda:{like.device}")
+        return torch.empty(shape, dtype=_torch_dtype(dtype), device=f"cuda:{device}")
     raise TypeError(
-        f"results on the GPU for {like.framework} arrays are made with CuPy or PyTorch; install one of them"
+        f"results on the GPU for {framework} arrays are made with CuPy or PyTorch; install one of them"
     )
 
 
@@ -352,23 +395,32 @@ class _ScalarSlabs:
     # (on the H200's host, 2026-11-24: slab[i] 1.2-2.2 us, x.new_empty(()) 2.3-3.7 us)
 
     slab = 1024
+    torch_views = 64  # PyTorch: 0-d views made this many at a time, by one unbind()
 
     def __init__(self):
         self._current = {}
 
-    def reserve(self, like: Imported, dtype: str, stream: int):
-        """(slab, index, address) of a fresh slot: the kernel is given the address, and the caller
-        makes the 0-d view slab[index] after the launch, while the GPU works."""
-        key = (like.framework, like.device, dtype, stream)
+    def reserve(self, obj, framework: str, device: int, dtype: str, stream: int):
+        """(views, index, address) of a fresh slot for a result of the array `obj` (of
+        `framework`, on GPU `device`): the kernel is given the address, and the caller takes
+        views[index], the result's 0-d view, after the launch (views: a tuple of PyTorch views, or
+        the CuPy slab itself)."""
+        key = (framework, device, dtype, stream)
         entry = self._current.get(key)
-        if entry is not None:
-            i = next(entry[1])
-            if i < self.slab:
-                return entry[0], i, entry[2] + i * entry[3]
-        slab = empty(like, (self.slab,), dtype)
-        base = address_of(slab)
-        self._current[key] = (slab, itertools.count(1), base, _numpy_dtype(dtype).itemsize)
-        return slab, 0, base
+        i = 0 if entry is None else next(entry[1])
+        if entry is None or i >= self.slab:
+            slab = new_array(obj, framework, device, (self.slab,), dtype)
+            chunks = [None] * (self.slab // self.torch_views) if framework == "torch" else None
+            entry = self._current[key] = (slab, itertools.count(1), address_of(slab), _numpy_dtype(dtype).itemsize, chunks)
+            i = 0
+        slab, _, base, itemsize, chunks = entry
+        if chunks is None:
+            return slab, i, base + i * itemsize
+        c, j = divmod(i, self.torch_views)
+        views = chunks[c]
+        if views is None:  # (two threads may both make it: each takes its own slot's view)
+            views = chunks[c] = slab[c * self.torch_views:(c + 1) * self.torch_views].unbind(0)
+        return views, j, base + i * itemsize
 
 
 scalar_slabs = _ScalarSlabs()

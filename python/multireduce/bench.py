@@ -149,7 +149,68 @@ def main():
           f"multireduce {mr.__version__}")
     print(f"{'case':<44} {'peer':<34} {'peer':>14} {'multireduce':>13} {'speedup':>9}")
 
-    # 1. eleven statistics of 2^28 floats
+    # The host-bound rows first (see docs/python.md, "The bench").
+    # whole-array sums: event-timed around one call (the anchor's method), then the host cost
+    # of back-to-back calls at 2^14
+    for p in (14, 22, 28):
+        x = torch.randn(1 << p, device=dev, generator=g)
+        xc = cupy.asarray(x)
+        assert abs(float(mr.reduce(x)) - float(x.sum())) <= 1e-3 * max(1.0, abs(float(x.sum())))
+        row(f"sum of 2^{p} float32", "torch.sum", event_median(lambda: torch.sum(x), stream, runs=50),
+            event_median(lambda: mr.reduce(x), stream, runs=50))
+        row(f"sum of 2^{p} float32", "cupy.sum", event_median(lambda: cupy.sum(xc), stream, runs=50),
+            event_median(lambda: mr.reduce(xc), stream, runs=50))
+    x = torch.randn(1 << 14, device=dev, generator=g)
+    xc = cupy.asarray(x)
+    row("sum of 2^14 float32 (per call, back to back)", "torch.sum", call_overhead(lambda: torch.sum(x)),
+        call_overhead(lambda: mr.reduce(x)))
+    if args.profile:  # where a call's host time goes (no peer: each piece alone)
+        from . import _core, _interop
+
+        operand = _interop.direct_operand(x)
+        framework, address, dtype, size, _, device, handle = operand
+        slab = torch.empty(1024, dtype=torch.float32, device=dev)
+        out = slab.data_ptr()
+        pieces = {
+            "mr.reduce (torch input)": lambda: mr.reduce(x),
+            "direct_operand (torch)": lambda: _interop.direct_operand(x),
+            "direct_operand (CuPy)": lambda: _interop.direct_operand(xc),
+            "import_array (torch)": lambda: _interop.import_array(x, "x", None),
+            "scalar_slabs.reserve": lambda: _interop.scalar_slabs.reserve(x, framework, device, dtype, handle),
+            "slab[7]": lambda: slab[7],
+            "_core.reduce_whole alone": lambda: _core.reduce_whole(address, dtype, size, device, "sum", out, handle),
+            "_core.cuda_device_count (a bare call)": lambda: _core.cuda_device_count(),
+            "x.new_empty((2000000,))": lambda: x.new_empty((2_000_000,)),
+            "x.__dlpack__(stream)": lambda: x.__dlpack__(stream=1),
+        }
+        for label, fn in pieces.items():
+            print(f"  profile: {label:<38} {call_overhead(fn):8.2f} us per call")
+
+    row("sum of 2^14 float32 (per call, back to back)", "cupy.sum", call_overhead(lambda: cupy.sum(xc)),
+        call_overhead(lambda: mr.reduce(xc)))
+
+    # 2M segments of 0..64 floats
+    segments = (1 << 16) if args.quick else 2_000_000
+    lengths = torch.randint(0, 65, (segments,), device=dev, generator=g)
+    offsets = torch.zeros(segments + 1, dtype=torch.int64, device=dev)
+    offsets[1:] = torch.cumsum(lengths, 0)
+    total = int(offsets[-1])
+    data = torch.randn(total, device=dev, generator=g)
+    want = torch.segment_reduce(data, "sum", lengths=lengths, unsafe=True)
+    torch.testing.assert_close(mr.segmented_reduce(data, "sum", offsets=offsets), want, rtol=1e-4, atol=1e-4)
+    assert torch.equal(mr.segmented_reduce(data, "sum", offsets=offsets, check_offsets=False),
+                       mr.segmented_reduce(data, "sum", offsets=offsets))
+    # like with like: both check the offsets (and wait for the GPU to say so), or neither does
+    row(f"{segments} segments of 0..64 float32 (sum)", "torch.segment_reduce(unsafe=False)",
+        event_median(lambda: torch.segment_reduce(data, "sum", lengths=lengths), stream),
+        event_median(lambda: mr.segmented_reduce(data, "sum", offsets=offsets), stream),
+        "both check the offsets on the GPU and read the verdict back")
+    row(f"{segments} segments of 0..64 float32 (sum)", "torch.segment_reduce(unsafe=True)",
+        event_median(lambda: torch.segment_reduce(data, "sum", lengths=lengths, unsafe=True), stream),
+        event_median(lambda: mr.segmented_reduce(data, "sum", offsets=offsets, check_offsets=False), stream),
+        "neither checks: mr.segmented_reduce(..., check_offsets=False)")
+
+    # eleven statistics of 2^28 floats
     n = 1 << (22 if args.quick else 28)
     x = torch.randn(n, device=dev, generator=g)
 
@@ -184,28 +245,7 @@ def main():
             event_median(lambda: xc.reshape(-1, length).sum(1), stream),
             event_median(lambda: mr.segmented_reduce(xc, "sum", segment_length=length), stream))
 
-    # 2. 2M segments of 0..64 floats
-    segments = (1 << 16) if args.quick else 2_000_000
-    lengths = torch.randint(0, 65, (segments,), device=dev, generator=g)
-    offsets = torch.zeros(segments + 1, dtype=torch.int64, device=dev)
-    offsets[1:] = torch.cumsum(lengths, 0)
-    total = int(offsets[-1])
-    data = torch.randn(total, device=dev, generator=g)
-    want = torch.segment_reduce(data, "sum", lengths=lengths, unsafe=True)
-    torch.testing.assert_close(mr.segmented_reduce(data, "sum", offsets=offsets), want, rtol=1e-4, atol=1e-4)
-    assert torch.equal(mr.segmented_reduce(data, "sum", offsets=offsets, check_offsets=False),
-                       mr.segmented_reduce(data, "sum", offsets=offsets))
-    # like with like: both check the offsets (and wait for the GPU to say so), or neither does
-    row(f"{segments} segments of 0..64 float32 (sum)", "torch.segment_reduce(unsafe=False)",
-        event_median(lambda: torch.segment_reduce(data, "sum", lengths=lengths), stream),
-        event_median(lambda: mr.segmented_reduce(data, "sum", offsets=offsets), stream),
-        "both check the offsets on the GPU and read the verdict back")
-    row(f"{segments} segments of 0..64 float32 (sum)", "torch.segment_reduce(unsafe=True)",
-        event_median(lambda: torch.segment_reduce(data, "sum", lengths=lengths, unsafe=True), stream),
-        event_median(lambda: mr.segmented_reduce(data, "sum", offsets=offsets, check_offsets=False), stream),
-        "neither checks: mr.segmented_reduce(..., check_offsets=False)")
-
-    # 3. sliding max, W = 3 / 32 / 1000, over 2^26 floats
+    # sliding max, W = 3 / 32 / 1000, over 2^26 floats
     n = 1 << (20 if args.quick else 26)
     x = torch.randn(n, device=dev, generator=g)
     xc = cupy.asarray(x)
@@ -222,7 +262,7 @@ def main():
             event_median(lambda: sliding_window_view(xc, w).max(-1), stream, runs=5),
             event_median(lambda: mr.window_reduce(xc, w, "max"), stream))
 
-    # 4. the matcher: 65,536 x 65,536 256- and 512-bit descriptors, k = 2
+    # the matcher: 65,536 x 65,536 256- and 512-bit descriptors, k = 2
     m = 8192 if args.quick else 65536
     shifts = torch.arange(8, device=dev, dtype=torch.uint8)
 
@@ -253,39 +293,6 @@ def main():
         row(f"knn k=2, {m} x {m} {8 * width}-bit", "torch._int_mm + topk (int8 bits)", peer_us, ours_us,
             f"{comparisons / peer_us / 1e6:.3f} vs {comparisons / ours_us / 1e6:.2f} T comparisons/s")
         del qs, ts_t
-
-    # 5. whole-array sums: event-timed around one call (the anchor's method), then the host cost
-    # of back-to-back calls at 2^14
-    for p in (14, 22, 28):
-        x = torch.randn(1 << p, device=dev, generator=g)
-        xc = cupy.asarray(x)
-        assert abs(float(mr.reduce(x)) - float(x.sum())) <= 1e-3 * max(1.0, abs(float(x.sum())))
-        row(f"sum of 2^{p} float32", "torch.sum", event_median(lambda: torch.sum(x), stream, runs=50),
-            event_median(lambda: mr.reduce(x), stream, runs=50))
-        row(f"sum of 2^{p} float32", "cupy.sum", event_median(lambda: cupy.sum(xc), stream, runs=50),
-            event_median(lambda: mr.reduce(xc), stream, runs=50))
-    x = torch.randn(1 << 14, device=dev, generator=g)
-    xc = cupy.asarray(x)
-    row("sum of 2^14 float32 (per call, back to back)", "torch.sum", call_overhead(lambda: torch.sum(x)),
-        call_overhead(lambda: mr.reduce(x)))
-    if args.profile:  # where a call's host time goes (no peer: each piece alone)
-        from . import _core, _interop
-
-        a, handle = _interop.import_array(x, "x", None)
-        out = torch.empty((), dtype=torch.float32, device=dev)
-        pieces = {
-            "import_array (torch, direct)": lambda: _interop.import_array(x, "x", None),
-            "torch.empty(())": lambda: torch.empty((), dtype=torch.float32, device=dev),
-            "_core.reduce alone": lambda: _core.reduce(a.address, "float32", a.size, a.device, "sum", "whole", 0, 0, 1,
-                                                        0, out.data_ptr(), "cuda", handle),
-            "_core.result_dtype": lambda: _core.result_dtype("sum", "float32"),
-            "x.__dlpack__(stream)": lambda: x.__dlpack__(stream=1),
-        }
-        for label, fn in pieces.items():
-            print(f"  profile: {label:<34} {call_overhead(fn):8.2f} us per call")
-
-    row("sum of 2^14 float32 (per call, back to back)", "cupy.sum", call_overhead(lambda: cupy.sum(xc)),
-        call_overhead(lambda: mr.reduce(xc)))
 
     if args.json:
         with open(args.json, "w") as f:

@@ -169,6 +169,62 @@ def test_vouched_device_offsets(rng, fw, dtype):
     np.testing.assert_array_equal(to_numpy(d), x)
 
 
+def current_stream_handle(name):
+    if name == "torch":
+        import torch
+
+        return torch.cuda.current_stream().cuda_stream
+    import cupy
+
+    return cupy.cuda.get_current_stream().ptr
+
+
+@pytest.mark.parametrize("fw", FW)
+def test_direct_path_agrees_with_the_general_path(rng, fw, monkeypatch):
+    """Once a framework's array type has been met, a whole-array reduce, or an offsets job with
+    int64 offsets of the same framework, of contiguous device arrays on the current stream takes
+    the direct path (no import_array): bit for bit the general path's result (taken here by
+    naming the stream), and what the direct path does not take still gets the general path's
+    answer or error."""
+    name, to_device, to_numpy = fw
+    x, d, good, segments = many_short_segments(rng, "float32", to_device)
+    i = to_device(random_array(rng, "int32", 5000))
+    off = to_device(good)
+    mr.reduce(d), mr.reduce(i), mr.segmented_reduce(d, offsets=off)  # the types are met
+    handle = current_stream_handle(name)
+    arrays = {"float32": d, "int32": i}
+    general = {(op, y): to_numpy(mr.reduce(arrays[y], op, stream=handle)).tobytes()
+               for op in ("sum", "min", "argmax") for y in arrays}
+    general["segments"] = to_numpy(mr.segmented_reduce(d, "max", offsets=off, stream=handle)).tobytes()
+    imports = []
+    real_import = mr._interop.import_array
+
+    def counted(*args):
+        imports.append(args[1])
+        return real_import(*args)
+
+    monkeypatch.setattr(mr._interop, "import_array", counted)
+    for (op, y), want in list(general.items())[:-1]:
+        assert to_numpy(mr.reduce(arrays[y], op)).tobytes() == want, (op, y)
+    assert to_numpy(mr.segmented_reduce(d, "max", offsets=off)).tobytes() == general["segments"]
+    assert to_numpy(mr.segmented_reduce(d, "max", offsets=off, check_offsets=False)).tobytes() == general["segments"]
+    assert imports == []
+    # not the direct path's: int32 or host offsets (converted), and errors
+    assert to_numpy(mr.segmented_reduce(d, "max", offsets=to_device(good.astype(np.int32)))).tobytes() == general["segments"]
+    assert to_numpy(mr.segmented_reduce(d, "max", offsets=good)).tobytes() == general["segments"]
+    assert imports.count("x") == 2  # (and the offsets' import, then the converted offsets')
+    with pytest.raises(ValueError, match="1-D"):
+        mr.segmented_reduce(d.reshape(1000, 200), offsets=to_device(np.array([0, 1000], np.int64)))
+    with pytest.raises(ValueError, match="contiguous"):
+        mr.reduce(d.reshape(1000, 200).T)
+    with pytest.raises(ValueError, match="op must be one of"):
+        mr.reduce(d, "mean")
+    with pytest.raises(TypeError, match="integer"):
+        mr.reduce(d, "xor")
+    with pytest.raises(ValueError, match="backend"):
+        mr.reduce(d, backend="gpu")
+
+
 @pytest.mark.parametrize("fw", FW)
 @pytest.mark.parametrize("k", (1, 2, 8))
 def test_knn_and_match_on_the_gpu(rng, fw, k):
