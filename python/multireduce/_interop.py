@@ -411,7 +411,8 @@ class _ScalarSlabs:
         if entry is None or i >= self.slab:
             slab = new_array(obj, framework, device, (self.slab,), dtype)
             chunks = [None] * (self.slab // self.torch_views) if framework == "torch" else None
-            entry = self._current[key] = (slab, itertools.count(1), address_of(slab), _numpy_dtype(dtype).itemsize, chunks)
+            entry = (slab, itertools.count(1), address_of(slab), _numpy_dtype(dtype).itemsize, chunks)
+            self._current[key] = entry
             i = 0
         slab, _, base, itemsize, chunks = entry
         if chunks is None:
