@@ -209,8 +209,7 @@ def segmented_reduce(x, op: str = "sum", *, offsets=None, segment_length: Option
     if segment_length is None and out is None and stream is None and backend in _GPU_BACKENDS and type(op) is str:
         operand = _interop.direct_operand(x)  # the hot path, as reduce()'s
         o = None if operand is None else _interop.direct_operand(offsets)
-        if (o is not None and operand[4] == 1 and o[4] == 1 and o[3] >= 1 and o[2] == "int64"
-                and o[0] == operand[0] and o[5] == operand[5]):
+        if o is not None:
             result = _offsets_on_gpu(x, operand, o, op, backend, bool(check_offsets))
             if result is not None:
                 return result
@@ -258,12 +257,16 @@ def _whole_on_gpu(x, operand: tuple, op: str, backend: str):
 def _offsets_on_gpu(x, operand: tuple, offsets: tuple, op: str, backend: str, check_offsets: bool):
     """segmented_reduce(x, op, offsets=...) of a 1-D PyTorch or CuPy device array with int64
     offsets of its framework on its device (both direct_operand's tuples), queued on its stream
-    into a new array; None when the GPU does not run it (as _whole_on_gpu)."""
-    framework, address, dtype, size, _, device, handle = operand
-    segments = offsets[3] - 1
+    into a new array; None for other arrays or when the GPU does not run the job (the general path
+    then decides, with its errors)."""
+    framework, address, dtype, size, ndim, device, handle = operand
+    o_framework, o_address, o_dtype, o_size, o_ndim, o_device, _ = offsets
+    if ndim != 1 or o_ndim != 1 or o_size < 1 or o_dtype != "int64" or (o_framework, o_device) != (framework, device):
+        return None
+    segments = o_size - 1
     result = _interop.new_array(x, framework, device, (segments,), _result_dtype(op, dtype))
     try:
-        _core.reduce(address, dtype, size, device, op, "offsets", 0, segments, 1, offsets[1],
+        _core.reduce(address, dtype, size, device, op, "offsets", 0, segments, 1, o_address,
                      _interop.address_of(result), "cuda", handle, True, check_offsets)
     except _core.Unsupported as e:
         if backend == "cuda":

@@ -388,7 +388,8 @@ class _ScalarSlabs:
     """0-d results of whole-array reductions on a GPU, as views of slabs of `slab` elements, one
     slab per (framework, device, dtype, stream) at a time: indexing a slab costs about half of
     allocating a 0-d array (PyTorch: 1.2 against 2.3 us on the H200 host), and a small reduction's
-    call is mostly host time. A slab lives while any of its results does; it is made on the stream
+    call is mostly host time. PyTorch's views are made `torch_views` at a time by one unbind()
+    (0.7-1.1 us each against 1.2-2.5 us for slab[i], H200 hosts, 2026-11-24). A slab lives while any of its results does; it is made on the stream
     its results are written on, so the allocator's stream order covers them. Taking a slot is one
     next() on an itertools.count, atomic under the GIL: threads never share a slot."""
 

@@ -357,8 +357,8 @@ void run_queued(const char* what, cudaStream_t stream, Algorithm&& algorithm) {
 
 /// What the queued jobs of one stream keep between calls, so that a small job is one launch and no
 /// allocation: a workspace (temporary storage that only grows; reduce's ticket and the segmented
-/// reduce's queue header kept zero, so no clearing either), and the offsets check's mark (~0 between calls) with a pinned host word it is
-/// read into. A mutex keeps two host threads queueing on one stream apart; the stream's order
+/// reduce's queue header kept zero, so no clearing either), and the offsets check's mark (~0
+/// between calls) with a pinned host word it is read into. A mutex keeps two host threads queueing on one stream apart; the stream's order
 /// keeps their kernels apart.
 struct stream_state {
   explicit stream_state(cudaStream_t stream) : ws(stream), bad_offset(1), unread_mark(1), bad_offset_host(1) {
