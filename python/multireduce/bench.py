@@ -155,6 +155,19 @@ def main():
     # The host-bound rows first, over more calls: one call's event-timed figure spreads widely with
     # the host (see docs/python.md, "Speed").
     host_bound = dict(runs=200, warmup=20)
+    # The floor of any GPU call from Python on this host: one launch of an empty kernel through
+    # CuPy's binding of the driver (no argument handling, no result), event-timed the same way.
+    try:
+        empty = cupy.RawKernel('extern "C" __global__ void empty() {}', "empty")
+        empty((1,), (1,), ())  # compiled and loaded before it is timed
+        function, raw_stream = empty.kernel.ptr, stream.cuda_stream
+        floor_us = event_median(lambda: cupy.cuda.driver.launchKernel(function, 1, 1, 1, 1, 1, 1, 0, raw_stream, 0, 0),
+                                stream, **host_bound)
+        print(f"{'floor: an empty kernel launched from Python':<44} {'(the least any GPU call costs)':<34} "
+              f"{floor_us:>11.1f} us")
+    except Exception as e:  # (a CuPy without NVRTC or the driver binding: the row is left out)
+        floor_us = None
+        print(f"floor: not measured ({type(e).__name__}: {e})")
     # whole-array sums: event-timed around one call (the anchor's method), then the host cost
     # of back-to-back calls at 2^14
     for p in (14, 22, 28):
@@ -302,7 +315,8 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, cupy=cupy.__version__,
-                           multireduce=mr.__version__, date=time.strftime("%Y-%m-%d"), rows=rows), f, indent=1)
+                           multireduce=mr.__version__, date=time.strftime("%Y-%m-%d"),
+                           floor_one_gpu_call_us=floor_us, rows=rows), f, indent=1)
     return 0
 
 

@@ -225,12 +225,12 @@ struct staged_span {
 /// o[segments] > n) and reads only inside the input whatever they say: every offset it uses is
 /// clamped to [0, n] and every segment's end to at least its begin. The outputs of bad offsets
 /// are meaningless; the caller reads the mark afterwards and throws them away.
-template <int Threads, int Stages, bool Checked, class T, class Out, class OffIt, class Acc, class Op>
+template <int Threads, int Stages, int StageBytes, bool Checked, class T, class Out, class OffIt, class Acc, class Op>
 __global__ void __launch_bounds__(Threads)
     staged_offset_segments_kernel(const T* in, std::int64_t n, Out out, std::int64_t segments, OffIt offsets, Op op,
                                   Acc init, queue_ref q, unsigned long long* bad_offset) {
   using P = partial<Acc, Op>;
-  constexpr int stage_size = segmented_reduce_tuning::staged_stage_bytes;
+  constexpr int stage_size = StageBytes;
   constexpr int stage_elements = stage_size / int(sizeof(T));
   constexpr int V = 16 / int(sizeof(T));  // elements per 16-byte vector
   // Stages buffers of stage_size bytes. Its own name: the other kernels' extern __shared__ arrays
@@ -378,7 +378,8 @@ bool launch_staged_offsets(It in, std::int64_t n, Out out, std::int64_t segments
     using T = std::remove_cv_t<std::remove_pointer_t<It>>;
     if (!staged_offsets_apply(in, begin_offsets, end_offsets)) return false;
     constexpr int threads = segmented_reduce_tuning::staged_threads, stages = segmented_reduce_tuning::staged_stages;
-    constexpr std::size_t shared = std::size_t(stages) * segmented_reduce_tuning::staged_stage_bytes;
+    constexpr int stage_size = segmented_reduce_tuning::staged_stage_bytes;
+    constexpr std::size_t shared = std::size_t(stages) * stage_size;
     auto go = [&](auto kernel) {
       error = allow_dynamic_shared(kernel, shared);
       if (error != cudaSuccess) return;
@@ -386,8 +387,8 @@ bool launch_staged_offsets(It in, std::int64_t n, Out out, std::int64_t segments
                                    grid_for((segments + threads - 1) / threads, 1, resident_grid(kernel, threads, shared)),
                                    threads, shared, stream, in, n, out, segments, begin_offsets, op, init, q, bad_offset);
     };
-    if (bad_offset != nullptr) go(staged_offset_segments_kernel<threads, stages, true, T, Out, OffIt, Acc, Op>);
-    else go(staged_offset_segments_kernel<threads, stages, false, T, Out, OffIt, Acc, Op>);
+    if (bad_offset != nullptr) go(staged_offset_segments_kernel<threads, stages, stage_size, true, T, Out, OffIt, Acc, Op>);
+    else go(staged_offset_segments_kernel<threads, stages, stage_size, false, T, Out, OffIt, Acc, Op>);
     return true;
   }
   return false;
