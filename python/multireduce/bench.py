@@ -7,7 +7,8 @@ back-to-back calls), on the CPU NumPy and OpenCV's BFMatcher (wall-time medians)
 
 The cases are those of issue 18 and ../shared/anchors.md ("Python peers"): eleven statistics of
 2^28 floats; 2M segments of 0..64 floats; a sliding max, W = 1000, over 2^26 floats; 65,536 x
-65,536 256-bit descriptors matched (k = 2); a whole-array sum of 2^14 floats (call overhead).
+65,536 256-bit descriptors matched (k = 2); a whole-array sum of 2^14 floats (call overhead),
+beside the floor of any GPU call from Python (an empty kernel launched through CuPy).
 """
 
 from __future__ import annotations
