@@ -326,6 +326,12 @@ def window_reduce(x, window: int, op: str = "sum", *, out=None, backend: str = "
 def statistics(x, *, backend: str = "auto", stream=None) -> Statistics:
     """count, sum, mean, var, std, min, argmin, max, argmax, l1 and l2 of the whole array in one
     pass (see Statistics). An empty array gives count 0, sum 0, NaN moments and -1 indices."""
+    if stream is None and backend in _GPU_BACKENDS:
+        operand = _interop.direct_operand(x)  # the hot path, as reduce()'s
+        if operand is not None:
+            result = _statistics_on_gpu(x, operand, backend)
+            if result is not None:
+                return result
     _check_backend(backend)
     a, handle = _interop.import_array(x, "x", stream)
     fields, nbytes = _statistics_layout(a.dtype)
@@ -348,6 +354,24 @@ def statistics(x, *, backend: str = "auto", stream=None) -> Statistics:
     return _run(a, backend, on)
 
 
+def _statistics_on_gpu(x, operand: tuple, backend: str):
+    """statistics(x) of a PyTorch or CuPy device array (operand: direct_operand's tuple) queued on
+    its stream into a record of a slab (_interop.record_slabs), whose fields' views are taken
+    after the launch; None when the GPU does not run it (the general path then decides)."""
+    framework, address, dtype, size, _, device, handle = operand
+    fields, nbytes = _statistics_layout(dtype)
+    if nbytes > _interop.record_slabs.stride:
+        return None
+    slab, offset, result = _interop.record_slabs.reserve(x, framework, device, handle)
+    try:
+        _core.statistics(address, dtype, size, device, result, "cuda", handle)
+    except _core.Unsupported as e:
+        if backend == "cuda":
+            raise _unsupported(str(e), dtype) from None
+        return None
+    return _statistics_views(slab[offset:offset + nbytes], fields, None)
+
+
 @functools.lru_cache(maxsize=None)
 def _statistics_layout(dtype: str):
     """(fields, bytes) of multireduce::statistics<T> for an input dtype, asked of the core once;
@@ -355,10 +379,11 @@ def _statistics_layout(dtype: str):
     return _core.statistics_layout(dtype)
 
 
-def _statistics_views(buffer, fields, a: Imported) -> Statistics:
+def _statistics_views(buffer, fields, a: Optional[Imported]) -> Statistics:
     """The fields of a statistics struct in a uint8 device array (PyTorch or CuPy) as 0-d views of
-    it, in a's framework: one typed view of the whole buffer per dtype, indexed (every field is
-    aligned to its size), rather than a slice, a view and a reshape per field."""
+    it, in a's framework (None: the buffer's): one typed view of the whole buffer per dtype,
+    indexed (every field is aligned to its size), rather than a slice, a view and a reshape per
+    field."""
     torch_buffer = hasattr(buffer, "data_ptr")  # (a JAX array's device results may be PyTorch's)
     typed = {}
     values = []
@@ -367,7 +392,7 @@ def _statistics_views(buffer, fields, a: Imported) -> Statistics:
         if view is None:
             view = typed[dtype] = buffer.view(_interop._torch_dtype(dtype) if torch_buffer else dtype)
         values.append(view[offset // view.itemsize])
-    if a.framework == "jax":
+    if a is not None and a.framework == "jax":
         values = [_interop.finish(v, a) for v in values]
     return Statistics(*values)
 

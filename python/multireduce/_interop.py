@@ -428,6 +428,37 @@ class _ScalarSlabs:
 scalar_slabs = _ScalarSlabs()
 
 
+class _RecordSlabs:
+    """Results of a fixed size up to `stride` bytes (a statistics struct) on a GPU, as records of
+    uint8 slabs, one slab per (framework, device, stream) at a time: the kernel is given a record's
+    address and the caller slices the record out after the launch, so that no allocation comes
+    before it. Records are `stride`-byte aligned; a slab lives while any of its results does and
+    is made on the stream they are written on; taking a record is atomic under the GIL, as for
+    scalar_slabs."""
+
+    records = 512
+    stride = 128
+
+    def __init__(self):
+        self._current = {}
+
+    def reserve(self, obj, framework: str, device: int, stream: int):
+        """(slab, byte offset, address) of a fresh record for a result of the array `obj`."""
+        key = (framework, device, stream)
+        entry = self._current.get(key)
+        i = 0 if entry is None else next(entry[1])
+        if entry is None or i >= self.records:
+            slab = new_array(obj, framework, device, (self.records * self.stride,), "uint8")
+            entry = (slab, itertools.count(1), address_of(slab))
+            self._current[key] = entry
+            i = 0
+        slab, _, base = entry
+        return slab, i * self.stride, base + i * self.stride
+
+
+record_slabs = _RecordSlabs()
+
+
 def finish(result, like: Imported):
     """`result` (made by empty() or to_framework()) as an array of like's framework."""
     if like.framework == "jax":

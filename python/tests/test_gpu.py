@@ -181,11 +181,11 @@ def current_stream_handle(name):
 
 @pytest.mark.parametrize("fw", FW)
 def test_direct_path_agrees_with_the_general_path(rng, fw, monkeypatch):
-    """Once a framework's array type has been met, a whole-array reduce, or an offsets job with
-    int64 offsets of the same framework, of contiguous device arrays on the current stream takes
-    the direct path (no import_array): bit for bit the general path's result (taken here by
-    naming the stream), and what the direct path does not take still gets the general path's
-    answer or error."""
+    """Once a framework's array type has been met, a whole-array reduce, the statistics, or an
+    offsets job with int64 offsets of the same framework, of contiguous device arrays on the
+    current stream takes the direct path (no import_array): bit for bit the general path's result
+    (taken here by naming the stream), and what the direct path does not take still gets the
+    general path's answer or error."""
     name, to_device, to_numpy = fw
     x, d, good, segments = many_short_segments(rng, "float32", to_device)
     i = to_device(random_array(rng, "int32", 5000))
@@ -196,6 +196,7 @@ def test_direct_path_agrees_with_the_general_path(rng, fw, monkeypatch):
     general = {(op, y): to_numpy(mr.reduce(arrays[y], op, stream=handle)).tobytes()
                for op in ("sum", "min", "argmax") for y in arrays}
     general["segments"] = to_numpy(mr.segmented_reduce(d, "max", offsets=off, stream=handle)).tobytes()
+    general_stats = {y: [to_numpy(v).tobytes() for v in mr.statistics(arrays[y], stream=handle)] for y in arrays}
     imports = []
     real_import = mr._interop.import_array
 
@@ -208,6 +209,11 @@ def test_direct_path_agrees_with_the_general_path(rng, fw, monkeypatch):
         assert to_numpy(mr.reduce(arrays[y], op)).tobytes() == want, (op, y)
     assert to_numpy(mr.segmented_reduce(d, "max", offsets=off)).tobytes() == general["segments"]
     assert to_numpy(mr.segmented_reduce(d, "max", offsets=off, check_offsets=False)).tobytes() == general["segments"]
+    for y, want in general_stats.items():
+        for _ in range(3):  # (records of one slab, one after another)
+            got = mr.statistics(arrays[y])
+            assert all(is_device_array(v, name) and tuple(v.shape) == () for v in got)
+            assert [to_numpy(v).tobytes() for v in got] == want, y
     assert imports == []
     # not the direct path's: int32 or host offsets (converted), and errors
     assert to_numpy(mr.segmented_reduce(d, "max", offsets=to_device(good.astype(np.int32)))).tobytes() == general["segments"]
