@@ -206,11 +206,16 @@ def segmented_reduce(x, op: str = "sum", *, offsets=None, segment_length: Option
     unspecified values, in `out` too (the kernel clamps every offset into x, so it never reads
     outside x). Where that kernel does not run (a mean segment length over 40, or a GPU older than
     Hopper) the offsets are still checked; offsets on the host are always checked."""
-    if segment_length is None and out is None and stream is None and backend in _GPU_BACKENDS and type(op) is str:
+    if out is None and stream is None and backend in _GPU_BACKENDS and type(op) is str:
         operand = _interop.direct_operand(x)  # the hot path, as reduce()'s
-        o = None if operand is None else _interop.direct_operand(offsets)
-        if o is not None:
-            result = _offsets_on_gpu(x, operand, o, op, backend, bool(check_offsets))
+        if operand is not None and segment_length is None:
+            o = _interop.direct_operand(offsets)
+            if o is not None:
+                result = _offsets_on_gpu(x, operand, o, op, backend, bool(check_offsets))
+                if result is not None:
+                    return result
+        elif operand is not None and offsets is None and type(segment_length) is int:
+            result = _fixed_on_gpu(x, operand, segment_length, op, backend)
             if result is not None:
                 return result
     _check_backend(backend)
@@ -252,6 +257,26 @@ def _whole_on_gpu(x, operand: tuple, op: str, backend: str):
             raise _unsupported(str(e), dtype) from None
         return None
     return views[i]
+
+
+def _fixed_on_gpu(x, operand: tuple, length: int, op: str, backend: str):
+    """segmented_reduce(x, op, segment_length=length) of a 1-D PyTorch or CuPy device array
+    (direct_operand's tuple) whose length is a multiple of `length` >= 1, queued on its stream into a
+    new array; None for anything else or when the GPU does not run the job (the general path then
+    decides, with its errors)."""
+    framework, address, dtype, size, ndim, device, handle = operand
+    if ndim != 1 or length < 1 or size % length != 0:
+        return None
+    segments = size // length
+    result = _interop.new_array(x, framework, device, (segments,), _result_dtype(op, dtype))
+    try:
+        _core.reduce(address, dtype, size, device, op, "fixed", length, segments, 1, 0, _interop.address_of(result),
+                     "cuda", handle, True, True)
+    except _core.Unsupported as e:
+        if backend == "cuda":
+            raise _unsupported(str(e), dtype) from None
+        return None
+    return result
 
 
 def _offsets_on_gpu(x, operand: tuple, offsets: tuple, op: str, backend: str, check_offsets: bool):

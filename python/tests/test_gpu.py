@@ -181,9 +181,9 @@ def current_stream_handle(name):
 
 @pytest.mark.parametrize("fw", FW)
 def test_direct_path_agrees_with_the_general_path(rng, fw, monkeypatch):
-    """Once a framework's array type has been met, a whole-array reduce, the statistics, or an
-    offsets job with int64 offsets of the same framework, of contiguous device arrays on the
-    current stream takes the direct path (no import_array): bit for bit the general path's result
+    """Once a framework's array type has been met, a whole-array reduce, the statistics, a
+    fixed-length segmented reduce, or an offsets job with int64 offsets of the same framework, of
+    contiguous device arrays on the current stream takes the direct path (no import_array): bit for bit the general path's result
     (taken here by naming the stream), and what the direct path does not take still gets the
     general path's answer or error."""
     name, to_device, to_numpy = fw
@@ -197,6 +197,8 @@ def test_direct_path_agrees_with_the_general_path(rng, fw, monkeypatch):
                for op in ("sum", "min", "argmax") for y in arrays}
     general["segments"] = to_numpy(mr.segmented_reduce(d, "max", offsets=off, stream=handle)).tobytes()
     general_stats = {y: [to_numpy(v).tobytes() for v in mr.statistics(arrays[y], stream=handle)] for y in arrays}
+    general_fixed = {(op, y): to_numpy(mr.segmented_reduce(arrays[y], op, segment_length=40, stream=handle)).tobytes()
+                     for op in ("sum", "min", "max") for y in arrays}  # (what the GPU runs)
     imports = []
     real_import = mr._interop.import_array
 
@@ -214,6 +216,8 @@ def test_direct_path_agrees_with_the_general_path(rng, fw, monkeypatch):
             got = mr.statistics(arrays[y])
             assert all(is_device_array(v, name) and tuple(v.shape) == () for v in got)
             assert [to_numpy(v).tobytes() for v in got] == want, y
+    for (op, y), want in general_fixed.items():
+        assert to_numpy(mr.segmented_reduce(arrays[y], op, segment_length=40)).tobytes() == want, (op, y)
     assert imports == []
     # not the direct path's: int32 or host offsets (converted), and errors
     assert to_numpy(mr.segmented_reduce(d, "max", offsets=to_device(good.astype(np.int32)))).tobytes() == general["segments"]
@@ -221,6 +225,14 @@ def test_direct_path_agrees_with_the_general_path(rng, fw, monkeypatch):
     assert imports.count("x") == 2  # (and the offsets' import, then the converted offsets')
     with pytest.raises(ValueError, match="1-D"):
         mr.segmented_reduce(d.reshape(1000, 200), offsets=to_device(np.array([0, 1000], np.int64)))
+    with pytest.raises(ValueError, match="1-D"):
+        mr.segmented_reduce(d.reshape(1000, 200), segment_length=10)
+    with pytest.raises(ValueError, match="multiple"):
+        mr.segmented_reduce(d, segment_length=7)
+    with pytest.raises(ValueError, match="negative"):
+        mr.segmented_reduce(d, segment_length=-1)
+    with pytest.raises(ValueError, match="empty"):
+        mr.segmented_reduce(d, segment_length=0)
     with pytest.raises(ValueError, match="contiguous"):
         mr.reduce(d.reshape(1000, 200).T)
     with pytest.raises(ValueError, match="op must be one of"):
