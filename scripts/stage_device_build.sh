@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Copies what scripts/device_run.sh needs out of a build of the default preset into a folder small
-# enough to carry to the GPU machine (the device tool carries 64 MiB): the tool, the GPU test
-# programs and the CLI's NumPy cases (their test file pointed at the copy), host symbols stripped.
+# Copies what scripts/device_run.sh needs out of a build of the default preset: the tool, the GPU
+# test programs and the CLI's NumPy cases (their test file pointed at the copy), host symbols
+# stripped, and packs the copy as build/carry/full.tar.xz (about 33 MB: the device tool carries 64
+# MiB, the copy itself is larger), which scripts/device_check.sh unpacks on the GPU machine.
 # Usage, from the repository root: bash scripts/stage_device_build.sh [FROM=build/default] [TO=build/full]
 set -euo pipefail
 from=${1:-build/default}
@@ -18,4 +19,7 @@ for f in "$from"/tests/cli/CTestTestfile.cmake "$from"/tests/cli/multireduce_cli
   sed "s|$PWD/$from/|$PWD/$to/|g" "$f" > "$to/tests/cli/$(basename "$f")"
 done
 strip "$to/src/multireduce" "$to"/tests/multireduce_* "$to"/tests/cli/multireduce_cli_check "$to"/tests/cli/multireduce_cli_parts_tests
-du -sh "$to"
+echo "$PWD" > "$to/.staged_from"  # (device_check.sh points the CTest files at its own checkout)
+mkdir -p build/carry
+tar cJf build/carry/full.tar.xz -C "$(dirname "$to")" "$(basename "$to")"
+du -sh "$to" build/carry/full.tar.xz

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Everything the GPU machine checks, in one device call that fits the tool's 10 minutes: the GPU
+# test programs, the benchmarks, the Python package (pip install, pytest, python -m
+# multireduce.bench), then the sanitizers, the CLI's NumPy cases and the consumer project with
+# whatever time is left (they take the longest and rarely change). Logs under OUTDIR.
+# Prepare here: cmake --preset default && cmake --build --preset default, then
+#   bash scripts/stage_device_build.sh          (build/carry/full.tar.xz: the built tree, packed)
+# and run there, carrying build/carry:
+#   bash scripts/device_check.sh OUTDIR [SUITES...]   (suites default: segmented kepler harris reduce)
+set -uo pipefail
+out=${1:-${OUT:-/tmp/multireduce-out}}
+shift || true
+suites=${*:-segmented kepler harris reduce}
+mkdir -p "$out"
+t0=$(date +%s)
+elapsed() { echo $(( $(date +%s) - t0 )); }
+# The staged tree, its CTest files pointed at this checkout (only the .cmake text files: the
+# binaries' own strings must keep their lengths).
+tar xJf build/carry/full.tar.xz -C build || exit 1
+find build/full -name '*.cmake' -print0 | xargs -0 sed -i "s|$(cat build/full/.staged_from)/|$PWD/|g"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv | tee "$out/gpu.txt"
+export MULTIREDUCE_MATCH_DATA=$PWD/tests/data/match
+for t in multireduce_cuda_tests multireduce_cuda_device_tests multireduce_runtime_tests; do
+  timeout 120 "build/full/tests/$t" --gtest_brief=1 > "$out/$t.txt" 2>&1
+  echo "[$(elapsed) s] $t: exit $?"; grep -E "PASSED|FAILED|SKIPPED" "$out/$t.txt" | tail -n 5
+done
+SKIP_TESTS=1 BIN=build/full QUIET=1 bash scripts/device_run.sh "$out" $suites > "$out/benches.log" 2>&1
+echo "[$(elapsed) s] benchmarks"; grep exit "$out/benches.log"
+PYTHONUNBUFFERED=1 bash scripts/device_python.sh "$out"
+echo "[$(elapsed) s] the Python package"
+left=$(( 520 - $(elapsed) ))
+if [ "$left" -gt 120 ]; then
+  # the stats suite only so that device_run.sh runs no long default suite after its tests
+  BIN=build/full QUIET=1 timeout "$left" bash scripts/device_run.sh "$out/full" stats > "$out/full_tests.log" 2>&1
+  echo "[$(elapsed) s] sanitizers, CLI cases, consumer"
+  grep -E "exit|passed|ERROR SUMMARY|RACECHECK SUMMARY" "$out/full_tests.log"
+fi
