@@ -17,7 +17,9 @@ elapsed() { echo $(( $(date +%s) - t0 )); }
 # The staged tree, its CTest files pointed at this checkout (only the .cmake text files: the
 # binaries' own strings must keep their lengths).
 tar xJf build/carry/full.tar.xz -C build || exit 1
-find build/full -name '*.cmake' -print0 | xargs -0 sed -i "s|$(cat build/full/.staged_from)/|$PWD/|g"
+staged_from=$(cat build/full/.staged_from 2>/dev/null)
+[ -n "$staged_from" ] || { echo "build/full/.staged_from is missing: stage with scripts/stage_device_build.sh" >&2; exit 1; }
+find build/full -name '*.cmake' -print0 | xargs -0 sed -i "s|$staged_from/|$PWD/|g"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv | tee "$out/gpu.txt"
 export MULTIREDUCE_MATCH_DATA=$PWD/tests/data/match
 for t in multireduce_cuda_tests multireduce_cuda_device_tests multireduce_runtime_tests; do
