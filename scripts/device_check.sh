@@ -20,20 +20,14 @@ tar xJf build/carry/full.tar.xz -C build || exit 1
 staged_from=$(cat build/full/.staged_from 2>/dev/null)
 [ -n "$staged_from" ] || { echo "build/full/.staged_from is missing: stage with scripts/stage_device_build.sh" >&2; exit 1; }
 find build/full -name '*.cmake' -print0 | xargs -0 sed -i "s|$staged_from/|$PWD/|g"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv | tee "$out/gpu.txt"
-export MULTIREDUCE_MATCH_DATA=$PWD/tests/data/match
-for t in multireduce_cuda_tests multireduce_cuda_device_tests multireduce_runtime_tests; do
-  timeout 120 "build/full/tests/$t" --gtest_brief=1 > "$out/$t.txt" 2>&1
-  echo "[$(elapsed) s] $t: exit $?"; grep -E "PASSED|FAILED|SKIPPED" "$out/$t.txt" | tail -n 5
-done
-SKIP_TESTS=1 BIN=build/full QUIET=1 bash scripts/device_run.sh "$out" $suites > "$out/benches.log" 2>&1
-echo "[$(elapsed) s] benchmarks"; grep exit "$out/benches.log"
+export BIN=build/full QUIET=1
+TESTS=programs bash scripts/device_run.sh "$out" $suites 2>&1 | tee "$out/run.log" | grep -E "exit|PASSED|FAILED|SKIPPED|^NVIDIA"
+echo "[$(elapsed) s] the GPU test programs and the benchmarks"
 PYTHONUNBUFFERED=1 bash scripts/device_python.sh "$out"
 echo "[$(elapsed) s] the Python package"
 left=$(( 520 - $(elapsed) ))
 if [ "$left" -gt 120 ]; then
-  # the stats suite only so that device_run.sh runs no long default suite after its tests
-  BIN=build/full QUIET=1 timeout "$left" bash scripts/device_run.sh "$out/full" stats > "$out/full_tests.log" 2>&1
+  TESTS=slow timeout "$left" bash scripts/device_run.sh "$out/slow" none > "$out/slow_tests.log" 2>&1
   echo "[$(elapsed) s] sanitizers, CLI cases, consumer"
-  grep -E "exit|passed|ERROR SUMMARY|RACECHECK SUMMARY" "$out/full_tests.log"
+  grep -E "exit|passed|ERROR SUMMARY|RACECHECK SUMMARY" "$out/slow_tests.log"
 fi

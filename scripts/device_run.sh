@@ -4,7 +4,10 @@
 # Usage (from the repository root, with the default preset built here and its binaries staged by
 # scripts/stage_device_build.sh):
 #   bash scripts/device_run.sh OUTDIR [SUITES...]     (suites default: warp reduce segmented stats window match)
-# SKIP_TESTS=1 runs only the benchmarks (to split a long session over two calls). BASELINE=path
+# TESTS picks the tests: all (the default), programs (the GPU test programs alone), slow (the
+# sanitizers, the CLI cases and the consumer alone) or none (SKIP_TESTS=1 says the same); a hung
+# test program is stopped after TEST_TIMEOUT seconds (300). The suite `none` runs no benchmark.
+# BASELINE=path
 # runs every suite with that older `multireduce` binary too, right before this tree's, in the same
 # call (the before/after table of a refactoring). With the segmented suite, CUB 3.1's fixed-size
 # overload is timed too when $CUB_FIXED_BIN (default build/cub31/src/multireduce_bench_cub_fixed,
@@ -13,17 +16,23 @@ set -uo pipefail
 out=${1:-${OUT:-/tmp/multireduce-out}}
 shift || true
 suites=${*:-warp reduce segmented stats window match}
+[ "$suites" = none ] && suites=""
 mkdir -p "$out"
 bin=${BIN:-build/default}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv | tee "$out/gpu.txt"
 export MULTIREDUCE_MATCH_DATA=${MULTIREDUCE_MATCH_DATA:-$PWD/tests/data/match}
-tests=${SKIP_TESTS:+no}
-if [ -z "$tests" ]; then
+tests=${TESTS:-all}
+[ -n "${SKIP_TESTS:-}" ] && tests=none
+case "$tests" in all|programs|slow|none) ;; *) echo "TESTS must be all, programs, slow or none" >&2; exit 2 ;; esac
+if [ "$tests" = all ] || [ "$tests" = programs ]; then
   for t in multireduce_cuda_tests multireduce_cuda_device_tests multireduce_runtime_tests; do
     if [ -x "$bin/tests/$t" ]; then
-      "$bin/tests/$t" --gtest_brief=1 > "$out/$t.txt" 2>&1; echo "$t: exit $?"; grep -E "PASSED|FAILED|SKIPPED" "$out/$t.txt" | tail -n 5
+      timeout "${TEST_TIMEOUT:-300}" "$bin/tests/$t" --gtest_brief=1 > "$out/$t.txt" 2>&1; echo "$t: exit $?"
+      grep -E "PASSED|FAILED|SKIPPED" "$out/$t.txt" | tail -n 5
     fi
   done
+fi
+if [ "$tests" = all ] || [ "$tests" = slow ]; then
   if [ -x "$bin/tests/multireduce_cuda_device_tests" ]; then
     compute-sanitizer --tool memcheck "$bin/tests/multireduce_cuda_device_tests" --gtest_brief=1 \
       --gtest_filter='CudaDeviceReduce.NonCommutative*:CudaDeviceStatistics.*:CudaDeviceSegmented.Offsets*:CudaDeviceWindow.*:CudaDeviceBadInput.*:CudaMatch.BothPathsReproduceOpenCv:CudaMatch.BadArgumentsAreErrors:CudaMatch.Batched*:CudaMatch.Pieces*' \

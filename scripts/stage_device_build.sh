@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Copies what scripts/device_run.sh needs out of a build of the default preset: the tool, the GPU
 # test programs and the CLI's NumPy cases (their test file pointed at the copy), host symbols
-# stripped, and packs the copy as build/carry/full.tar.xz (about 33 MB: the device tool carries 64
+# stripped, and packs the copy as build/carry/full.tar.xz (about 32 MB: the device tool carries 64
 # MiB, the copy itself is larger), which scripts/device_check.sh unpacks on the GPU machine.
 # Usage, from the repository root: bash scripts/stage_device_build.sh [FROM=build/default] [TO=build/full]
 set -euo pipefail
