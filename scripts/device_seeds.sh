@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# One call on the GPU machine for the seed documents' results (docs/seeds.md): every benchmark
+# One call on the GPU machine for the published kernels re-measured (docs/seeds.md): every benchmark
 # suite in one `multireduce bench` run (JSON and CSV, the JSON rewritten after each suite), CUB
 # 3.1's fixed-size segmented overload (multireduce_bench_cub_fixed, compiled there against the CCCL
-# headers CuPy bundles, meanwhile), and with RACECHECK=1 compute-sanitizer racecheck over the seed
-# kernels.
+# headers CuPy bundles, meanwhile), and with RACECHECK=1 compute-sanitizer racecheck over the
+# published kernels (src/bench/classic_kernels/).
 # Usage, from the repository root: BIN=path/to/multireduce [JSON_INCLUDE=dir] bash scripts/device_seeds.sh OUTDIR
+# (the benchmarks run as multireduce-bench beside BIN; an older tool without one, as BIN bench)
 # Then, anywhere with the Python package: python -m multireduce.plot OUTDIR/run.json OUTDIR/cub_fixed.json -o DIR
 set -uo pipefail
 out=${1:?usage: device_seeds.sh OUTDIR}
 bin=${BIN:-build/default/src/multireduce}
+bench=("$(dirname "$bin")/multireduce-bench")
+[ -x "${bench[0]}" ] || bench=("$bin" bench)
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv | tee "$out/gpu.txt"
 cccl=$(python3 -c 'import cupy, os; print(os.path.join(os.path.dirname(cupy.__file__), "_core", "include", "cupy", "_cccl"))')
@@ -17,7 +20,7 @@ cccl=$(python3 -c 'import cupy, os; print(os.path.join(os.path.dirname(cupy.__fi
    > "$out/cub_fixed.txt" 2>&1) &
 builder=$!
 start=$(date +%s)
-"$bin" bench --json "$out/run.json" --csv "$out/run.csv" > "$out/bench.txt" 2>&1
+"${bench[@]}" --json "$out/run.json" --csv "$out/run.csv" > "$out/bench.txt" 2>&1
 echo "bench (every suite): exit $? after $(( $(date +%s) - start )) s"
 grep -E "^==== |multireduce:|VERIFY|FAIL|checksum|wave64" "$out/bench.txt"
 wait $builder
@@ -28,7 +31,7 @@ if [ -x /tmp/multireduce_bench_cub_fixed ]; then
 fi
 [ -n "${RACECHECK:-}" ] || exit 0  # RACECHECK=1: also the sanitizer (a few minutes)
 for s in harris kepler hip-tutorial; do
-  timeout 120 compute-sanitizer --tool racecheck "$bin" bench "$s" --quick --repetitions 1 --warmup 0 >> "$out/racecheck.txt" 2>&1
+  timeout 120 compute-sanitizer --tool racecheck "${bench[@]}" "$s" --quick --repetitions 1 --warmup 0 >> "$out/racecheck.txt" 2>&1
   echo "racecheck $s: exit $?"
 done
 grep -E "RACECHECK SUMMARY|ERROR SUMMARY" "$out/racecheck.txt"

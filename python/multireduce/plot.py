@@ -10,11 +10,16 @@ Each input is the JSON record of one suite, of a run of every suite (``"suites"`
 is present is drawn; its title names the GPU and the date of the run:
 
 ==========================  ==========================================================
-``harris.png``              seed 004's kernels: GB/s per kernel, the read ceiling drawn in
-``kepler.png``              seed 003's kernels, likewise
-``hip_tutorial.png``        seed 001's kernels, likewise
-``shared_vs_warp.png``      seed 002: shared memory against shuffles, 2^30 unsigned ints
-``paper_figure2.png``       seed 000's Figure 2: speed-up over the butterfly against blocks/SM
+``harris.png``              Harris's kernels (Optimizing Parallel Reduction in CUDA,
+                            2007, and Crovella's later versions): GB/s per kernel, the
+                            read ceiling drawn in
+``kepler.png``              Luitjens's kernels (Faster Parallel Reductions on Kepler,
+                            2014), likewise
+``hip_tutorial.png``        the HIP reduction tutorial's kernels, likewise
+``shared_vs_warp.png``      the shared memory against warp shuffles post: 2^30
+                            unsigned ints
+``paper_figure2.png``       Parker & MacKinnon's Figure 2 (the multi-reduction paper):
+                            speed-up over the butterfly against blocks/SM
 ``segmented.png``           segmented-sum GB/s against segment length: ours, CUB 3.0.1, CUB 3.1
 ``window_stats.png``        sliding windows and the eleven statistics against copy bandwidth
 ``matcher.png``             2-NN Hamming matching: comparisons per second against problem size
@@ -82,7 +87,8 @@ def _unique(values) -> list:
 
 
 def _ladder_rows(record: Record) -> tuple[list[Record], list[int], list[str]]:
-    """A seed suite's timed rows, their sizes (ascending) and kernels (in the table's order)."""
+    """A published-kernel suite's timed rows, their sizes (ascending) and kernels (in the table's
+    order)."""
     rows = [r for r in record["rows"] if "gb_per_s" in r]
     return rows, sorted({r["n"] for r in rows}), _unique(r["kernel"] for r in rows)
 
@@ -138,7 +144,7 @@ def _paper_figure2(plt, record: Record, path: str) -> None:
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("speed-up over the butterfly (naive) kernel")
     axes[0][-1].legend(fontsize="small")
-    fig.suptitle(_title("Seed 000, Figure 2: sums of all 32-element windows", record))
+    fig.suptitle(_title("Parker & MacKinnon, Figure 2: sums of all 32-element windows", record))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -214,7 +220,7 @@ def _matcher(plt, record: Record, path: str) -> None:
     ax.set_xscale("log", base=2)
     ax.set_xlabel("N (N queries against N training descriptors, k = 2)")
     ax.set_ylabel("T comparisons / s")
-    ax.set_title(_title("Seed 000, section 8: brute-force Hamming 2-NN", record))
+    ax.set_title(_title("Parker & MacKinnon, section 8: brute-force Hamming 2-NN", record))
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
     fig.tight_layout()
@@ -231,10 +237,10 @@ def plot_all(suites: dict[str, Record], out_dir: str) -> list[str]:
 
     os.makedirs(out_dir, exist_ok=True)
     jobs: list[tuple[str, Callable[[str], None]]] = []
-    ladders = {"harris": "Seed 004: Harris's reduction kernels, re-measured",
-               "kepler": "Seed 003: shuffles and atomics (Kepler), re-measured",
-               "hip-tutorial": "Seed 001: the HIP tutorial's kernels (32-lane warps), re-measured",
-               "shared-vs-warp": "Seed 002: shared memory against warp shuffles, 2^30 unsigned ints"}
+    ladders = {"harris": "Harris, Optimizing Parallel Reduction in CUDA (2007): the kernels, re-measured",
+               "kepler": "Luitjens, Faster Parallel Reductions on Kepler (2014): shuffles and atomics, re-measured",
+               "hip-tutorial": "The HIP reduction tutorial's kernels (32-lane warps), re-measured",
+               "shared-vs-warp": "Shared memory against warp shuffles (a 2020 post), 2^30 unsigned ints"}
     for name, text in ladders.items():
         rows = suites.get(name, {}).get("rows")
         if isinstance(rows, list) and any(isinstance(r, dict) and "gb_per_s" in r for r in rows):
@@ -282,9 +288,9 @@ def _ladder_table(record: Record) -> str:
 
 
 def markdown_tables(suites: dict[str, Record]) -> str:
-    """The tables of a run as Markdown: each seed suite's ladder (time and GB/s per size, the
-    document's own figure, the fraction of the read ceiling), Figure 2 at 8 blocks per SM, and
-    the matcher's throughput."""
+    """The tables of a run as Markdown: each published-kernel suite's ladder (time and GB/s per
+    size, the document's own figure, the fraction of the read ceiling), Figure 2 at 8 blocks per
+    SM, and the matcher's throughput."""
     parts = []
     for name in ("harris", "kepler", "shared-vs-warp", "hip-tutorial"):
         record = suites.get(name)

@@ -1,8 +1,9 @@
 // bench_classic.cu -- `multireduce bench harris|kepler|shared-vs-warp`: the classic reduction
-// ladders of the seed documents (src/bench/seeds/) re-measured on this GPU, each followed by CUB
-// and this library's reduce on the same input in the same process, beside the read ceiling
-// measured in the same run (read_floor_us). Every kernel's value is checked exactly before it is
-// timed (run_ladder).
+// ladders of the published kernels (src/bench/classic_kernels/: Harris 2007 as Crovella 2020
+// re-tells it, Luitjens 2014, the shared memory against warp shuffles post of 2020) re-measured on
+// this GPU, each followed by CUB and this library's reduce on the same input in the same process,
+// beside the read ceiling measured in the same run (read_floor_us). Every kernel's value is checked
+// exactly before it is timed (run_ladder).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -15,9 +16,9 @@
 #include <multireduce/cuda.cuh>
 
 #include "bench_util.cuh"
-#include "seeds/harris.cuh"
-#include "seeds/kepler.cuh"
-#include "seeds/shared_vs_warp.cuh"
+#include "classic_kernels/harris.cuh"
+#include "classic_kernels/kepler.cuh"
+#include "classic_kernels/shared_vs_warp.cuh"
 
 namespace multireduce::bench {
 namespace {
@@ -86,19 +87,19 @@ int run_harris(const options& opts, const device_info& device, nlohmann::json& r
     const int* d_in = in.data();
     int *pa = a.data(), *pb = b.data(), *o = out.data();
     std::vector<ladder_step<int>> steps = {
-        {"kernel 1: interleaved addressing, divergent branching", "004, 'Reduction #1'",
+        {"kernel 1: interleaved addressing, divergent branching", "Harris 2007, 'Reduction #1'",
          [=] { recursive_passes(harris::reduce1, harris::block_size, d_in, n, pa, pb, o); }, o},
-        {"kernel 2: interleaved addressing, bank conflicts", "004, 'Reduction #2'",
+        {"kernel 2: interleaved addressing, bank conflicts", "Harris 2007, 'Reduction #2'",
          [=] { recursive_passes(harris::reduce2, harris::block_size, d_in, n, pa, pb, o); }, o},
-        {"kernel 3: sequential addressing", "004, 'Reduction #3'",
+        {"kernel 3: sequential addressing", "Harris 2007, 'Reduction #3'",
          [=] { recursive_passes(harris::reduce3, harris::block_size, d_in, n, pa, pb, o); }, o},
-        {"kernel 4: first add during global load", "004, 'Reduction #4'",
+        {"kernel 4: first add during global load", "Harris 2007, 'Reduction #4'",
          [=] { recursive_passes(harris::reduce4, 2 * harris::block_size, d_in, n, pa, pb, o); }, o},
-        {"kernel 5: unroll the last warp", "004, 'Reduction #5'",
+        {"kernel 5: unroll the last warp", "Harris 2007, 'Reduction #5'",
          [=] { recursive_passes(harris::reduce5, 2 * harris::block_size, d_in, n, pa, pb, o); }, o},
-        {"kernel 6: completely unrolled", "004, 'Reduction #6'",
+        {"kernel 6: completely unrolled", "Harris 2007, 'Reduction #6'",
          [=] { recursive_passes(harris::reduce6<harris::block_size>, 2 * harris::block_size, d_in, n, pa, pb, o); }, o},
-        {"kernel 7: multiple elements per thread", "004, 'Reduction #7', 'Final Optimized Kernel'",
+        {"kernel 7: multiple elements per thread", "Harris 2007, 'Reduction #7', 'Final Optimized Kernel'",
          [=] {
            MULTIREDUCE_BENCH_CHECK(cuda::launch(harris::reduce7<harris::block_size>, grid7, harris::block_size, 0,
                                                 nullptr, d_in, pa, static_cast<unsigned>(n)));
@@ -106,20 +107,20 @@ int run_harris(const options& opts, const device_info& device, nlohmann::json& r
                                                 static_cast<const int*>(pa), o, static_cast<unsigned>(grid7)));
          },
          o},
-        {"version 8: grid-stride loop, partials in a 2nd pass", "004, 'Reduce version 8'",
+        {"version 8: grid-stride loop, partials in a 2nd pass", "Crovella 2020, 'Reduce version 8'",
          [=] {
            MULTIREDUCE_BENCH_CHECK(cuda::launch(harris::reduce8, grid8, harris::crovella_block, 0, nullptr, d_in, pa, n));
            MULTIREDUCE_BENCH_CHECK(cuda::launch(harris::reduce8, 1, harris::crovella_block, 0, nullptr,
                                                 static_cast<const int*>(pa), o, std::int64_t(grid8)));
          },
          o},
-        {"version 9: grid-stride loop, atomicAdd finish", "004, 'Reduce version 9'",
+        {"version 9: grid-stride loop, atomicAdd finish", "Crovella 2020, 'Reduce version 9'",
          [=] {
            MULTIREDUCE_BENCH_CHECK(cudaMemsetAsync(o, 0, sizeof(int)));
            MULTIREDUCE_BENCH_CHECK(cuda::launch(harris::reduce9, grid8, harris::crovella_block, 0, nullptr, d_in, o, n));
          },
          o},
-        {"warp shuffle + atomicAdd (reduce_ws)", "004, 'Warp shuffle reduction'",
+        {"warp shuffle + atomicAdd (reduce_ws)", "Crovella 2020, 'Warp shuffle reduction'",
          [=] {
            MULTIREDUCE_BENCH_CHECK(cudaMemsetAsync(o, 0, sizeof(int)));
            MULTIREDUCE_BENCH_CHECK(cuda::launch(harris::reduce_ws, grid8, harris::crovella_block, 0, nullptr, d_in, o, n));
@@ -131,7 +132,8 @@ int run_harris(const options& opts, const device_info& device, nlohmann::json& r
                           ceilings, bars) && ok;
   }
   record["input"] = {{"type", "int32"}, {"values", "uniform in [-4, 4]"}, {"seed", int_input_seed}};
-  record["published"] = {{"gpu", "G80 (GeForce 8800 GTX)"}, {"n", 1 << 22}, {"source", "004, 'Performance for 4M element reduction'"}};
+  record["published"] = {{"gpu", "G80 (GeForce 8800 GTX)"}, {"n", 1 << 22},
+                         {"source", "Harris 2007, 'Performance for 4M element reduction'"}};
   record["rows"] = rows;
   record["read_ceiling"] = ceilings;
   record["bars"] = bars;
@@ -173,23 +175,31 @@ int run_kepler(const options& opts, const device_info& device, nlohmann::json& r
     const int* d_in = in.data();
     int *p = partial.data(), *o = out.data();
     std::vector<ladder_step<int>> steps = {
-        {"two-pass deviceReduceKernel (int)", "003, deviceReduce", [=] { kepler_two_pass<1>(d_in, n, p, o); }, o},
-        {"two-pass deviceReduceKernel (int2)", "003, vectorised", [=] { kepler_two_pass<2>(d_in, n, p, o); }, o},
-        {"two-pass deviceReduceKernel (int4)", "003, vectorised", [=] { kepler_two_pass<4>(d_in, n, p, o); }, o},
-        {"warp reduce + atomicAdd per warp (int)", "003, deviceReduceWarpAtomicKernel",
+        {"two-pass deviceReduceKernel (int)", "Luitjens 2014, deviceReduce",
+         [=] { kepler_two_pass<1>(d_in, n, p, o); }, o},
+        {"two-pass deviceReduceKernel (int2)", "Luitjens 2014, vectorised",
+         [=] { kepler_two_pass<2>(d_in, n, p, o); }, o},
+        {"two-pass deviceReduceKernel (int4)", "Luitjens 2014, vectorised",
+         [=] { kepler_two_pass<4>(d_in, n, p, o); }, o},
+        {"warp reduce + atomicAdd per warp (int)", "Luitjens 2014, deviceReduceWarpAtomicKernel",
          [=] { kepler_atomic<1, true>(d_in, n, o); }, o},
-        {"warp reduce + atomicAdd per warp (int2)", "003, vectorised", [=] { kepler_atomic<2, true>(d_in, n, o); }, o},
-        {"warp reduce + atomicAdd per warp (int4)", "003, vectorised", [=] { kepler_atomic<4, true>(d_in, n, o); }, o},
-        {"block reduce + atomicAdd per block (int)", "003, deviceReduceBlockAtomicKernel",
+        {"warp reduce + atomicAdd per warp (int2)", "Luitjens 2014, vectorised",
+         [=] { kepler_atomic<2, true>(d_in, n, o); }, o},
+        {"warp reduce + atomicAdd per warp (int4)", "Luitjens 2014, vectorised",
+         [=] { kepler_atomic<4, true>(d_in, n, o); }, o},
+        {"block reduce + atomicAdd per block (int)", "Luitjens 2014, deviceReduceBlockAtomicKernel",
          [=] { kepler_atomic<1, false>(d_in, n, o); }, o},
-        {"block reduce + atomicAdd per block (int2)", "003, vectorised", [=] { kepler_atomic<2, false>(d_in, n, o); }, o},
-        {"block reduce + atomicAdd per block (int4)", "003, vectorised", [=] { kepler_atomic<4, false>(d_in, n, o); }, o},
+        {"block reduce + atomicAdd per block (int2)", "Luitjens 2014, vectorised",
+         [=] { kepler_atomic<2, false>(d_in, n, o); }, o},
+        {"block reduce + atomicAdd per block (int4)", "Luitjens 2014, vectorised",
+         [=] { kepler_atomic<4, false>(d_in, n, o); }, o},
     };
     ok = finish_size<int>(steps, d_in, n64, static_cast<int>(want), o + 1, o + 2, device, opts, cub_temp, ws, rows,
                           ceilings, bars) && ok;
   }
   record["input"] = {{"type", "int32"}, {"values", "uniform in [-4, 4]"}, {"seed", int_input_seed}};
-  record["published"] = {{"gpu", "Tesla K20X"}, {"source", "003, Figures 3 and 4 (a chart; no figures in the text)"}};
+  record["published"] = {{"gpu", "Tesla K20X"},
+                         {"source", "Luitjens 2014, Figures 3 and 4 (a chart; no figures in the text)"}};
   record["rows"] = rows;
   record["read_ceiling"] = ceilings;
   record["bars"] = bars;
@@ -241,9 +251,10 @@ int run_shared_vs_warp(const options& opts, const device_info& device, nlohmann:
   const unsigned* d_in = in.data();
   unsigned *d = dst.data(), *o = out.data();
   std::vector<ladder_step<unsigned>> steps = {
-      {"shared memory: levels of 1024 (reduce_shared)", "002, reduce_shared",
+      {"shared memory: levels of 1024 (reduce_shared)", "the shared memory against warp shuffles post, reduce_shared",
        [=] { shared_vs_warp_levels<false>(d_in, d, n); }, d},
-      {"warp shuffles: levels of 32 (reduce_warp)", "002, reduce_warp", [=] { shared_vs_warp_levels<true>(d_in, d, n); }, d},
+      {"warp shuffles: levels of 32 (reduce_warp)", "the shared memory against warp shuffles post, reduce_warp",
+       [=] { shared_vs_warp_levels<true>(d_in, d, n); }, d},
   };
   // The post's times (V100): 13.997696 ms and 6.570784 ms for 2^30 values.
   steps[0].published_gb_per_s = double(std::size_t(1) << 30) * 4 / 13.997696e-3 / 1e9;
@@ -253,7 +264,8 @@ int run_shared_vs_warp(const options& opts, const device_info& device, nlohmann:
                                         rows, ceilings, bars);
   record["input"] = {{"type", "uint32"}, {"values", "the post's msws() sequence"}, {"checksum", checksum},
                      {"published_checksum", shared_vs_warp::published_checksum}};
-  record["published"] = {{"gpu", "Tesla V100-SXM2"}, {"n", 1 << 30}, {"source", "002, the run at the end of the post"}};
+  record["published"] = {{"gpu", "Tesla V100-SXM2"}, {"n", 1 << 30},
+                         {"source", "the shared memory against warp shuffles post, its last run"}};
   record["rows"] = rows;
   record["read_ceiling"] = ceilings;
   record["bars"] = bars;
@@ -261,11 +273,17 @@ int run_shared_vs_warp(const options& opts, const device_info& device, nlohmann:
 }
 
 const bool registered =
-    register_suite({"harris", "seed 004: Harris's kernels 1-7, versions 8-9 and the shuffle kernel, then CUB and ours",
+    register_suite({"harris",
+                    "Harris, Optimizing Parallel Reduction in CUDA (2007): kernels 1-7, then Crovella's versions 8-9 "
+                    "and shuffle kernel (2020), CUB and ours",
                     true, &on_gpu<run_harris>}) &&
-    register_suite({"kepler", "seed 003: shuffle + atomics, two-pass, int2/int4 loads, then CUB and ours", true,
-                    &on_gpu<run_kepler>}) &&
-    register_suite({"shared-vs-warp", "seed 002: 2^30 unsigned, shared-memory levels against warp-shuffle levels",
+    register_suite({"kepler",
+                    "Luitjens, Faster Parallel Reductions on Kepler (2014): shuffle + atomics, two-pass, int2/int4 "
+                    "loads, then CUB and ours",
+                    true, &on_gpu<run_kepler>}) &&
+    register_suite({"shared-vs-warp",
+                    "the shared memory against warp shuffles post (2020): 2^30 unsigned, shared-memory levels "
+                    "against warp-shuffle levels",
                     true, &on_gpu<run_shared_vs_warp>});
 
 }  // namespace

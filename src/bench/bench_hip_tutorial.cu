@@ -1,9 +1,9 @@
 // bench_hip_tutorial.cu -- `multireduce bench hip-tutorial`: the HIP reduction tutorial's nine
-// kernels (seeds/hip_tutorial.hpp) as CUDA kernels with 32-lane warps, each verified exactly and
-// timed at 2^22, 2^25 and 2^28 unsigned ints, then CUB and this library's reduce, beside the read
-// ceiling. Before that, the same source with 64-lane warps (the wavefront the tutorial was written
-// for) runs on the host emulator over a small input, and every version's wave64 and wave32 results
-// must equal the GPU's.
+// kernels (classic_kernels/hip_tutorial.hpp) as CUDA kernels with 32-lane warps, each verified
+// exactly and timed at 2^22, 2^25 and 2^28 unsigned ints, then CUB and this library's reduce,
+// beside the read ceiling. Before that, the same source with 64-lane warps (the wavefront the
+// tutorial was written for) runs on the host emulator over a small input, and every version's
+// wave64 and wave32 results must equal the GPU's.
 #include <cstdint>
 #include <cstdio>
 #include <random>
@@ -16,7 +16,7 @@
 #include <multireduce/cuda_lane.cuh>
 
 #include "bench_util.cuh"
-#include "seeds/hip_tutorial_emulated.hpp"
+#include "classic_kernels/hip_tutorial_emulated.hpp"
 
 namespace multireduce::bench {
 
@@ -108,13 +108,13 @@ int run_hip_tutorial(const options& opts, const device_info& device, nlohmann::j
     unsigned *pa = a.data(), *pb = b.data(), *o = out.data();
     std::vector<ladder_step<unsigned>> steps;
     ht::for_each_version([&]<ht::version V>() {
-      steps.push_back({ht::version_name(V), "001",
+      steps.push_back({ht::version_name(V), "the HIP reduction tutorial",
                        [=] { run_passes<V>(d_in, static_cast<std::uint32_t>(n), pa, pb, o); }, o});
     });
     ok = finish_size<unsigned>(steps, d_in, n, want, o + 1, o + 2, device, opts, cub_temp, ws, rows, ceilings, bars) && ok;
   }
   record["input"] = {{"type", "uint32"}, {"values", "std::mt19937_64"}, {"seed", seed}};
-  record["published"] = {{"gpu", "none"}, {"source", "001 gives no timings"}};
+  record["published"] = {{"gpu", "none"}, {"source", "the HIP reduction tutorial gives no timings"}};
   record["rows"] = rows;
   record["read_ceiling"] = ceilings;
   record["bars"] = bars;
@@ -122,7 +122,7 @@ int run_hip_tutorial(const options& opts, const device_info& device, nlohmann::j
 }
 
 const bool registered = register_suite(
-    {"hip-tutorial", "seed 001: the HIP tutorial's nine kernels (wave64 forms checked on the emulator), CUB, ours",
+    {"hip-tutorial", "the HIP reduction tutorial: its nine kernels (wave64 forms checked on the emulator), CUB, ours",
      true, &on_gpu<run_hip_tutorial>});
 
 }  // namespace

@@ -1,8 +1,8 @@
-// bench_paper.cu -- `multireduce bench paper`: the multi-reduction paper (seed 000) re-measured:
-// Figure 2 (sums of all 32-element windows, int/float/double, 1/2/4/8 blocks per SM, the butterfly
-// "naive" kernel against every multi-reduction form; the `warp` suite) and the section-8 matcher
-// (the CUDAK2NN-style popcount kernel against the tensor-core path) over problem sizes from 1024^2
-// to 65536^2 at 256 and 512 bits.
+// bench_paper.cu -- `multireduce bench paper`: the multi-reduction paper (Parker & MacKinnon)
+// re-measured: Figure 2 (sums of all 32-element windows, int/float/double, 1/2/4/8 blocks per SM,
+// the butterfly "naive" kernel against every multi-reduction form; the `warp` suite) and the
+// section-8 matcher (the CUDAK2NN-style popcount kernel against the tensor-core path) over problem
+// sizes from 1024^2 to 65536^2 at 256 and 512 bits.
 #include <cstdio>
 #include <vector>
 
@@ -32,7 +32,9 @@ int run_paper(const options& opts, const device_info& device, nlohmann::json& re
 }
 
 const bool registered = register_suite(
-    {"paper", "seed 000: Figure 2 (window-32 sums at 1-8 blocks/SM) and the section-8 matcher over problem sizes",
+    {"paper",
+     "Parker & MacKinnon, the multi-reduction paper: Figure 2 (window-32 sums at 1-8 blocks/SM) and the section-8 "
+     "matcher over problem sizes",
      true, &on_gpu<run_paper>});
 
 }  // namespace

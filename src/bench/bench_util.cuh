@@ -84,7 +84,7 @@ timing time_launches(Launch&& launch, int warmup, int repetitions) {
 
 /// Like time_launches, but the GPU is idle when each timed call is made (a synchronisation before
 /// every call): one call's latency as a caller who waits for its result sees it, launch latency
-/// included. This is how ../shared/anchors.md timed CUB (one empty kernel: 5.6 us).
+/// included.
 template <class Launch>
 timing time_isolated(Launch&& launch, int warmup, int repetitions) {
   for (int i = 0; i < warmup; ++i) launch();
@@ -116,7 +116,8 @@ inline std::vector<float> bench_input(std::size_t n, std::uint64_t seed) {
 /// |a - b| within float rounding of sums of this magnitude.
 inline bool close(double got, double want, double magnitude) { return std::fabs(got - want) <= 1e-5 * magnitude + 1e-6; }
 
-/// Device-to-device copy bandwidth (bytes read + written), 1 GiB, the anchors' ceiling.
+/// Device-to-device copy bandwidth (bytes read + written), 1 GiB: the ceiling of the segmented and
+/// window suites.
 inline double copy_bandwidth(int warmup, int repetitions) {
   const std::size_t bytes = std::size_t(1) << 30;
   device_buffer<char> a(bytes), b(bytes);
@@ -128,15 +129,16 @@ inline double copy_bandwidth(int warmup, int repetitions) {
 
 /// The floor under any one-launch pass over `bytes` bytes of device memory (16-byte aligned, a
 /// multiple of 16): the fastest of several grid shapes of a kernel that only reads them, timed back
-/// to back or isolated (bench.cu). The "read ceiling" of the seed suites: bytes / floor.
+/// to back or isolated (bench.cu). The "read ceiling" of the published-kernel suites: bytes / floor.
 double read_floor_us(const void* in, std::int64_t bytes, int sms, const options& opts, bool isolated);
 
-/// One row of a seed suite's table: a whole reduction of the suite's input by one kernel of a
-/// document (or by CUB, or by multireduce), its value left at the device pointer `result`.
+/// One row of a published-kernel suite's table: a whole reduction of the suite's input by one
+/// kernel of a document (or by CUB, or by multireduce), its value left at the device pointer
+/// `result`.
 template <class T>
 struct ladder_step {
   std::string kernel;  ///< the document's name for it ("kernel 4: first add during global load")
-  std::string source;  ///< where the document has it ("004, slide 'Reduction #4'")
+  std::string source;  ///< where the document has it ("Harris 2007, 'Reduction #4'")
   std::function<void()> run;
   const T* result = nullptr;
   double published_gb_per_s = 0;  ///< the document's own figure for this kernel, 0 = none
@@ -217,8 +219,8 @@ struct device_info {
   std::size_t l2_bytes = 0;
 };
 
-/// Records, for the seed bars, whether this library's row is the fastest of the size and how far
-/// it is from the read ceiling; prints one line.
+/// Records, for the published-kernel suites' bars, whether this library's row is the fastest of the
+/// size and how far it is from the read ceiling; prints one line.
 inline void judge_library_row(std::int64_t n, const nlohmann::json& rows, double ceiling_us, nlohmann::json& bars) {
   double ours = 0, best_other = 1e30;
   std::string best_name;
@@ -241,8 +243,9 @@ inline void judge_library_row(std::int64_t n, const nlohmann::json& rows, double
                   {"over_read_ceiling", ours / ceiling_us - 1.0}});
 }
 
-/// The end of one size of a seed table: CUB's and this library's rows after the document's, the
-/// read ceiling of the input, the verified and timed table, and the judgement of our row.
+/// The end of one size of a published-kernel table: CUB's and this library's rows after the
+/// document's, the read ceiling of the input, the verified and timed table, and the judgement of
+/// our row.
 /// @return false when a row's value was wrong.
 template <class T>
 bool finish_size(std::vector<ladder_step<T>>& steps, const T* in, std::int64_t n, T want, T* out_cub, T* out_ours,

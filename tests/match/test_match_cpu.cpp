@@ -1,6 +1,6 @@
-// tests/host/test_match.cpp -- the CPU matcher (multireduce/match.hpp) against an independent
-// bit-by-bit brute force, OpenCV's BFMatcher results on real ORB and BRISK descriptors, and the
-// acceptance rules. Random inputs come from seeds derived from MULTIREDUCE_TEST_SEED.
+// tests/match/test_match_cpu.cpp -- the CPU matcher (multireduce/match/cpu.hpp) against an
+// independent bit-by-bit brute force, OpenCV's BFMatcher results on real ORB and BRISK descriptors,
+// and the acceptance rules. Random inputs come from seeds derived from MULTIREDUCE_TEST_SEED.
 #include <gtest/gtest.h>
 
 #include <cstdint>

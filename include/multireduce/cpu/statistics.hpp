@@ -41,11 +41,4 @@ multireduce::statistics<std::iter_value_t<It>> statistics(It in, std::int64_t n)
   return acc.result();
 }
 
-/// The former name of statistics (cuda::statistics has always been called so).
-template <class It>
-[[deprecated("multireduce::cpu::stats is now multireduce::cpu::statistics (removed after 0.2)")]]
-multireduce::statistics<std::iter_value_t<It>> stats(It in, std::int64_t n) {
-  return statistics(in, n);
-}
-
 }  // namespace multireduce::cpu

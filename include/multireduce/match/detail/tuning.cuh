@@ -1,29 +1,39 @@
 // multireduce/match/detail/tuning.cuh -- the GPU matcher's shapes and plans, with the
-// measurements that chose them (docs/match.md and docs/tuning-log.md have the runs).
+// measurement that chose each (GPU, date, command, figure; the runs: docs/tuning-log.md).
 #pragma once
 
 #include <cstdint>
 
 namespace multireduce::cuda::detail {
 
-/// The GPU matcher's shapes and plans, chosen on the H200 (sm_90, 132 SMs), random descriptors,
-/// k = 2 (`multireduce bench match`, 2026-11-21; docs/match.md):
-///  - popcount_block_threads = 256: 8 warps of 32 queries (groups of 8 lanes, 8 queries each).
+/// The GPU matcher's shapes and plans, chosen on the H200 (sm_90, 132 SMs, CUDA 13.0), random
+/// descriptors, k = 2, 65,536 x 65,536 unless said ("bench match" is `multireduce bench match`;
+/// docs/tuning-log.md, "Matcher", has the runs, docs/match.md the design). Standing: tensor cores
+/// 3.360 / 2.453 T comparisons/s at 256 / 512 bits (H200, 2026-11-23T23:10Z, bench match,
+/// docs/results/h200/match.json).
+///  - popcount_block_threads = 256: not tuned: 8 warps of 32 queries (groups of 8 lanes, 8 queries
+///    each); no run with another block size is recorded.
 ///  - tensor_block_threads = 128, tensor_train_tile = 128: 4 warps, each with 16 x m_tiles queries'
-///    A fragments in registers; 128 training rows per shared-memory tile, one row per thread,
-///    double-buffered (2.65 -> 3.36 T/s at 256 bits, 1.62 -> 1.91 at 512).
-///  - tensor_m_tiles: 16-query tiles per warp, 2 when k <= 2 (k > 2: 1, for the registers of the
-///    longer lists), 4 for descriptors of up to 512 bits and at least 32768 queries (more MMAs per
-///    B fragment: 65,536^2 at 2.32 -> 2.68 T/s with 256 bits, 1.91 -> 2.45 with 512; with few
-///    queries the fewer blocks cost more).
+///    A fragments in registers; 128 training rows per shared-memory tile, one row per thread. The
+///    4-warp, 128-row shape is not tuned (no run with another is recorded); its double buffering
+///    took 2.65 -> 3.36 T/s at 256 bits and 1.62 -> 1.91 at 512 (H200, 2026-11-21, bench match).
+///  - tensor_m_tiles: 16-query tiles per warp, 2 when k <= 2; 4 for descriptors of up to 512 bits
+///    and at least 32768 queries (more MMAs per B fragment: 2.32 -> 2.68 T/s at 256 bits, 1.91 ->
+///    2.45 at 512; H200, 2026-11-21, bench match; with few queries the fewer blocks cost more). k >
+///    2: 1, not tuned: the registers of the longer lists.
 ///  - popcount_blocks_per_sm = 32, tensor_blocks_per_sm = 8: the blocks a call wants; the popcount
-///    kernel gains from many (a short last wave), the tensor-core kernel from fewer, longer ones.
-///  - min_slice_rows = 512: training slices, when the queries alone cannot fill the GPU.
+///    kernel gains from many (a short last wave; no figure is recorded), the tensor-core kernel
+///    from fewer, longer ones: 4x more training slices took it to 2.24 / 1.39 T/s, not kept (H200,
+///    2026-11-21, bench match, before the double buffering); whole-wave slices with 32-query warps
+///    at 512 bits: 1.88 against 1.91 T/s (H200, 2026-11-21, bench match). The value 8 itself: no
+///    run with another is recorded.
+///  - min_slice_rows = 512: not tuned: the shortest training slice, when the queries alone cannot
+///    fill the GPU; no run with another minimum is recorded.
 ///  - whole_wave_fill = 0.95: a lone tensor-core search takes the fewest slices whose blocks fill
-///    the resident slots in whole waves to 95% (a mostly empty last wave cost up to a fifth;
-///    10,000^2 at 512 bits: 0.81 -> 0.90 T/s).
-///  - finish_threads = 256: the finish kernel merges the slices' lists, a thread per query; not
-///    tuned, it reads slices x queries x k keys once.
+///    the resident slots in whole waves to 95% (a mostly empty last wave cost up to a fifth):
+///    10,000^2 at 512 bits 0.81 -> 0.90 T/s (H200, 2026-11-21, bench match).
+///  - finish_threads = 256: not tuned: the finish kernel merges the slices' lists, a thread per
+///    query, and reads slices x queries x k keys once.
 struct knn_tuning {
   static constexpr int popcount_block_threads = 256, tensor_block_threads = 128, tensor_train_tile = 128;
   static constexpr int popcount_blocks_per_sm = 32, tensor_blocks_per_sm = 8, finish_threads = 256;

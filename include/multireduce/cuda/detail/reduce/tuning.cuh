@@ -1,5 +1,5 @@
-// multireduce/cuda/detail/reduce/tuning.cuh -- reduce's launch shape, with the measurements that
-// chose it (docs/tuning-log.md has the runs).
+// multireduce/cuda/detail/reduce/tuning.cuh -- reduce's launch shape, with the measurement that
+// chose each value (GPU, date, command, figure; docs/tuning-log.md has the runs).
 #pragma once
 
 #include <cstdint>
@@ -8,23 +8,31 @@
 
 namespace multireduce::cuda::detail {
 
-/// reduce's launch shape, chosen on the H200 (sm_90, 132 SMs); other GPUs take the same shape,
-/// sized by their SM count. Each value, and what chose it:
+/// reduce's launch shape, chosen on the H200 (sm_90, 132 SMs, CUDA 13.0); other GPUs take the same
+/// shape, sized by their SM count. "bench reduce" is `multireduce bench reduce` (through
+/// scripts/device_run.sh); a "probe" is a stand-alone program that launches reduce_kernel directly
+/// (docs/tuning-log.md, "reduce", has every run). Each value, and what chose it:
 ///  - block_threads = 512: 1024-thread blocks with the acquire-release ticket were no better (H200,
-///    2026-11-21, a stand-alone probe); 256, 512 and 1024 threads on 1 to 528 blocks at 2^14 to
-///    2^22 floats came within 0.3 to 0.6 us of this shape, faster at some sizes and slower at
-///    others (H200, 2026-11-23, `reduce_grid_shapes` in docs/results_device_h200.json).
-///  - blocks_per_sm = 4: 4 x 512 = 2048 threads, the SM's limit; a sum of 2^26 / 2^28 floats runs
-///    at 1.03 / 1.01x CUB 3.0.1's speed (H200, 2026-11-23, `multireduce bench reduce`).
+///    2026-11-21, probe); 256, 512 and 1024 threads on 1 to 528 blocks at 2^14 to 2^22 floats came
+///    within 0.3 to 0.6 us of this shape, faster at some sizes and slower at others (H200,
+///    2026-11-23, probe beside bench reduce); at 2^25 ints 256/512/1024 threads x 1-8 blocks per SM
+///    took 35.52-46.3 us against 35.65-35.81 for 512 x 4 (H200, 2026-11-24, probe, 51 runs after
+///    5).
+///  - blocks_per_sm = 4: 4 x 512 = 2048 threads, the SM's limit; 2^26 / 2^28 floats at 1.02 / 1.00x
+///    CUB 3.0.1 (64.64 / 236.67 us; H200, 2026-11-23T23:07Z, bench reduce, record
+///    docs/results/h200/reduce.json). 8 per SM (1056 blocks, two waves) was faster for ints but
+///    mixed for floats: 36.00 against 35.65 us at 2^25, 65.22 against 64.67 at 2^26, 236.45 against
+///    236.93-237.06 at 2^28 (H200, 2026-11-24T12:04Z, probe, 8 rounds of 25 launches), so not
+///    taken.
 ///  - vectors_in_flight = 4: 16-byte loads a thread issues before it folds them (64 bytes per
-///    thread, 128 KiB per SM). Not varied on its own: at 2^28 floats this kernel runs within 1.1%
-///    of the fastest of 9 shapes of a kernel that only reads (236.6 against 234.0 us, H200,
-///    2026-11-23).
-///  - rounds_per_thread = 2: a grid gets one block per block_threads x vectors_in_flight x 2
-///    vectors below the cap, so small inputs run on few blocks (one up to 2^14 floats) and the last
-///    block's fold of the partials stays short.
-///  - ordered_items = 4: operators not declared commutative fold 4 consecutive items per thread
-///    and tile (not tuned: that path is for correctness).
+///    thread, 128 KiB per SM). Not tuned on its own: at 2^28 floats the kernel already runs within
+///    1.1% of the fastest of 9 shapes of a kernel that only reads (236.6 against 234.0 us; H200,
+///    2026-11-23T16:49Z, bench reduce).
+///  - rounds_per_thread = 2: not tuned: a grid gets one block per block_threads x vectors_in_flight
+///    x 2 vectors below the cap, so that small inputs run on few blocks (one up to 2^14 floats) and
+///    the last block's fold of the partials stays short.
+///  - ordered_items = 4: not tuned: operators not declared commutative fold 4 consecutive items per
+///    thread and tile; that path is for correctness, not speed.
 struct reduce_tuning {
   static constexpr int block_threads = 512, blocks_per_sm = 4, vectors_in_flight = 4;
   static constexpr int rounds_per_thread = 2, ordered_items = 4;
