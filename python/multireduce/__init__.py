@@ -8,28 +8,30 @@ on NumPy arrays (on the CPU) and, zero-copy, on CuPy, PyTorch and JAX arrays on 
     (45.0, [2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0])
 
 Functions: reduce, segmented_reduce, window_reduce, statistics, knn_hamming, match, trace,
-cuda_available. Errors: TypeError (dtypes, frameworks), ValueError (shapes, arguments),
-MemoryError (out of GPU memory), multireduce.CudaError (any other CUDA failure).
+cuda_available, backends (the names backend= takes). Errors: TypeError (dtypes, frameworks),
+ValueError (shapes, arguments), MemoryError (out of GPU memory), multireduce.CudaError (any other
+CUDA failure).
 See docs/python.md.
 """
 
 from ._api import (
     CudaError,
     Statistics,
+    backends,
     cuda_available,
-    knn_hamming,
-    match,
     reduce,
     segmented_reduce,
     statistics,
     trace,
     window_reduce,
 )
+from ._match import knn_hamming, match
 from ._core import __version__
 
 __all__ = [
     "CudaError",
     "Statistics",
+    "backends",
     "cuda_available",
     "knn_hamming",
     "match",

@@ -1,24 +1,52 @@
-# Type stubs of multireduce._core (python/src/core.cpp). Arrays are passed as addresses (int) with
-# their dtype name, element count and device (-1: host memory); streams as cudaStream_t handles.
-from typing import List, Optional, Tuple
+# Type stubs of multireduce._core (python/src/core.cpp). Arrays and jobs are passed as the front's
+# records (multireduce._records): an Operand (fields: operand_fields) and a Job (fields: job_fields),
+# named tuples that the core reads by position. Results are written at an address (an int) in the
+# memory of the operand they are of. backend is one of backends() (multireduce.backends()):
+# "auto", then the runtime's backends in the order "auto" tries them.
+from typing import List, NamedTuple, Optional, Tuple
 
 __version__: str
 match_max_k: int
+operand_fields: Tuple[str, ...]  # ("framework", "obj", "address", "dtype", "shape", "size", "memory", "device", "stream", "keep")
+job_fields: Tuple[str, ...]  # ("op", "shape", "length", "segments", "inner", "offsets", "check_offsets", "new_output")
+shapes: Tuple[str, ...]  # ("whole", "axis", "fixed_segments", "offsets", "window")
 
-class Unsupported(RuntimeError): ...
+class Unsupported(RuntimeError): ...  # the backend does not run the job; the message starts "backend='NAME': "
+class UnsupportedDtype(Unsupported, TypeError): ...  # ... because of the element type
+class UnsupportedJob(Unsupported, ValueError): ...  # ... for any other reason
 class CudaError(RuntimeError): ...
 
+class _Operand(NamedTuple):  # (multireduce._records.Operand)
+    framework: str
+    obj: object
+    address: int
+    dtype: str
+    shape: Tuple[int, ...]
+    size: int
+    memory: str  # "host" or "cuda"
+    device: int  # -1 for host memory
+    stream: int  # a cudaStream_t; 0: the default stream
+    keep: object
+
+class _Job(NamedTuple):  # (multireduce._records.Job)
+    op: str
+    shape: str  # one of shapes
+    length: int
+    segments: int
+    inner: int
+    offsets: Optional[_Operand]  # int64
+    check_offsets: bool
+    new_output: bool
+
 def dlpack_info(capsule: object) -> Tuple[int, str, Tuple[int, ...], Optional[Tuple[int, ...]], int, int, bool]: ...
-def cuda_device_count() -> int: ...
+def backends() -> List[str]: ...
+def device_count(backend: str) -> int: ...
 def result_dtype(op: str, dtype: str) -> str: ...
-def reduce(x: int, dtype: str, count: int, device: int, op: str, shape: str, length: int, segments: int,
-           inner: int, offsets: int, out: int, backend: str, stream: int, new_output: bool = False,
-           check_offsets: bool = True) -> Tuple[str, str]: ...
-def reduce_whole(x: int, dtype: str, count: int, device: int, op: str, out: int, stream: int) -> None: ...
-def statistics(x: int, dtype: str, count: int, device: int, out: int, backend: str, stream: int) -> Tuple[str, str]: ...
+def reduce(x: _Operand, job: _Job, out: int, backend: str) -> None: ...
+def statistics(x: _Operand, out: int, backend: str) -> None: ...
 def statistics_layout(dtype: str) -> Tuple[List[Tuple[str, int, str]], int]: ...
-def knn(query: int, queries: int, train: int, trains: int, bytes: int, k: int, device: int, idx: int, dist: int,
-        reverse_out: int, backend: str, stream: int) -> Tuple[str, str]: ...
+def knn(query: _Operand, train: _Operand, bytes: int, k: int, idx: int, dist: int, reverse_out: int,
+        backend: str) -> Tuple[str, str]: ...
 def accept(idx: int, dist: int, queries: int, k: int, ratio: float, margin: int, max_distance: int,
            cross_check: bool, reverse_nearest: int, out: int) -> int: ...
 def check_match_rule(ratio: float, margin: int, max_distance: int, cross_check: bool) -> None: ...

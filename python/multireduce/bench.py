@@ -5,10 +5,10 @@ back-to-back calls), on the CPU NumPy and OpenCV's BFMatcher (wall-time medians)
 
     python -m multireduce.bench [--json OUT.json] [--quick] [--cpu]
 
-The cases are those of issue 18 and ../shared/anchors.md ("Python peers"): eleven statistics of
-2^28 floats; 2M segments of 0..64 floats; a sliding max, W = 1000, over 2^26 floats; 65,536 x
-65,536 256-bit descriptors matched (k = 2); a whole-array sum of 2^14 floats (call overhead),
-beside the floor of any GPU call from Python (an empty kernel launched through CuPy).
+The cases: eleven statistics of 2^28 floats; 2M segments of 0..64 floats; a sliding max,
+W = 1000, over 2^26 floats; 65,536 x 65,536 256-bit descriptors matched (k = 2); a whole-array
+sum of 2^14 floats (call overhead; and replayed from a CUDA graph of 100 calls), beside the floor of
+any GPU call from Python (an empty kernel launched through CuPy).
 """
 
 from __future__ import annotations
@@ -95,6 +95,23 @@ def event_median(fn, stream, runs=20, warmup=3):
         stop.synchronize()
         times.append(start.elapsed_time(stop) * 1e3)  # us
     return pystats.median(times)
+
+
+def graph_of(fn, calls=100):
+    """(a torch.cuda.CUDAGraph of `calls` calls of fn, their results), captured as PyTorch's docs
+    say: warmed up on a side stream first."""
+    import torch
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        results = [fn() for _ in range(calls)]
+    return graph, results
 
 
 def call_overhead(fn, calls=2000):
@@ -184,21 +201,21 @@ def main():
     row("sum of 2^14 float32 (per call, back to back)", "torch.sum", call_overhead(lambda: torch.sum(x)),
         call_overhead(lambda: mr.reduce(x)))
     if args.profile:  # where a call's host time goes (no peer: each piece alone)
-        from . import _core, _interop
+        from . import _api, _arrays, _core, _results
 
-        operand = _interop.direct_operand(x)
-        framework, address, dtype, size, _, device, handle = operand
+        a = _arrays.operand(x)
+        whole, _ = _api._whole("sum", a.dtype)  # the cached whole-array Job, as mr.reduce passes it
         slab = torch.empty(1024, dtype=torch.float32, device=dev)
         out = slab.data_ptr()
         pieces = {
             "mr.reduce (torch input)": lambda: mr.reduce(x),
-            "direct_operand (torch)": lambda: _interop.direct_operand(x),
-            "direct_operand (CuPy)": lambda: _interop.direct_operand(xc),
-            "import_array (torch)": lambda: _interop.import_array(x, "x", None),
-            "scalar_slabs.reserve": lambda: _interop.scalar_slabs.reserve(x, framework, device, dtype, handle),
+            "operand (torch, its fast reader)": lambda: _arrays.operand(x),
+            "operand (CuPy, its fast reader)": lambda: _arrays.operand(xc),
+            "import_general (torch)": lambda: _arrays.import_general(x, "x", None),
+            "scalar_slabs.reserve": lambda: _results.scalar_slabs.reserve(a, a.dtype),
             "slab[7]": lambda: slab[7],
-            "_core.reduce_whole alone": lambda: _core.reduce_whole(address, dtype, size, device, "sum", out, handle),
-            "_core.cuda_device_count (a bare call)": lambda: _core.cuda_device_count(),
+            "_core.reduce alone (whole Job)": lambda: _core.reduce(a, whole, out, "cuda"),
+            "_core.device_count (a bare call)": lambda: _core.device_count("cuda"),
             "x.new_empty((2000000,))": lambda: x.new_empty((2_000_000,)),
             "x.__dlpack__(stream)": lambda: x.__dlpack__(stream=1),
         }
@@ -207,6 +224,18 @@ def main():
 
     row("sum of 2^14 float32 (per call, back to back)", "cupy.sum", call_overhead(lambda: cupy.sum(xc)),
         call_overhead(lambda: mr.reduce(xc)))
+    # The same calls captured into a CUDA graph (torch.cuda.graph) of 100 calls and replayed with new
+    # data: a replay's event time over 100, what a call costs once Python and the launches are gone.
+    ours_graph, ours_results = graph_of(lambda: mr.reduce(x))
+    torch_graph, torch_results = graph_of(lambda: torch.sum(x))
+    x.copy_(torch.randn(1 << 14, device=dev, generator=g))  # new data in the captured input
+    ours_graph.replay()
+    torch_graph.replay()
+    assert torch.equal(ours_results[-1], mr.reduce(x)), "a replayed sum differs from an eager call's"
+    assert torch.equal(torch_results[-1], torch.sum(x))
+    row("sum of 2^14 float32 (CUDA graph of 100 calls, per call)", "torch.sum",
+        event_median(torch_graph.replay, stream) / 100, event_median(ours_graph.replay, stream) / 100,
+        "torch.cuda.graph, replayed")
 
     # 2M segments of 0..64 floats
     segments = (1 << 16) if args.quick else 2_000_000

@@ -1,15 +1,16 @@
 // python/src/core.cpp -- multireduce._core: the runtime (src/runtime) for the Python package.
 //
-// The compiled core is deliberately small: it takes arrays as (address, dtype, element count,
-// device) with the device -1 for host memory, and runs one runtime job per call with the GIL
+// The compiled core is deliberately small: it takes arrays and jobs as the front's named records
+// (operand_fields, job_fields below), reads them, and runs one runtime job per call with the GIL
 // released. Everything about frameworks (DLPack capsules, streams, allocating results in the
 // input's framework) is the pure-Python front's (python/multireduce/_interop.py), except reading a
 // DLPack capsule, which needs its C structs (dlpack_info below).
 //
 // Errors: std::invalid_argument -> ValueError, runtime::dtype_error -> TypeError,
-// runtime::unsupported_error -> multireduce._core.Unsupported (the front falls back or names the
-// backend), runtime::device_memory_error -> MemoryError, runtime::device_error ->
-// multireduce.CudaError.
+// runtime::unsupported_error -> multireduce._core.Unsupported, as UnsupportedDtype (a TypeError)
+// when the element type is why, else UnsupportedJob (a ValueError): the front falls back to the
+// host for "auto" or lets it through; runtime::device_memory_error -> MemoryError,
+// runtime::device_error -> multireduce.CudaError.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -26,6 +27,7 @@
 
 #include <multireduce/match/match.hpp>
 
+#include "runtime/backend.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/trace.hpp"
 
@@ -108,81 +110,123 @@ nb::tuple dlpack_info(nb::handle capsule) {
                         t->device.device_id, read_only);
 }
 
-// ---- arrays as the front passes them ----------------------------------------------------------------
+// ---- the front's records -------------------------------------------------------------------------
+// The pure-Python front passes arrays and jobs as named tuples whose fields the core names here, so
+// the two sides cannot disagree on positions: the front makes its records from operand_fields and
+// job_fields (python/multireduce/_records.py).
 
-rt::dtype parse_dtype(const std::string& name) {
+/// An array as the front imported it: its framework and object, its address, dtype name, shape and
+/// element count, the memory it is in ("host" or a backend's, "cuda"), its device, the stream its
+/// work is queued on, and what keeps it alive.
+const char* const operand_fields[] = {"framework", "obj", "address", "dtype", "shape", "size",
+                                      "memory", "device", "stream", "keep"};
+constexpr std::size_t op_address = 2, op_dtype = 3, op_size = 5, op_memory = 6, op_device = 7, op_stream = 8;
+
+/// A reduction: the operator's name, the shape's name (runtime::to_string(shape_kind)), its
+/// extents, the offsets (an operand, or None), whether offsets in device memory are checked, and
+/// whether the output was made for this call.
+const char* const job_fields[] = {"op", "shape", "length", "segments", "inner", "offsets", "check_offsets",
+                                  "new_output"};
+constexpr std::size_t jb_op = 0, jb_shape = 1, jb_length = 2, jb_segments = 3, jb_inner = 4, jb_offsets = 5,
+                      jb_check_offsets = 6, jb_new_output = 7;
+
+nb::tuple field_names(const char* const* names, std::size_t count) {
+  nb::list l;
+  for (std::size_t i = 0; i < count; ++i) l.append(nb::str(names[i]));
+  return nb::tuple(l);
+}
+
+rt::dtype parse_dtype(std::string_view name) {
   for (rt::dtype d : rt::all_dtypes)
     if (rt::name_of(d) == name) return d;
-  throw rt::dtype_error("dtype " + name + " is not one of multireduce's (int8..int64, uint8..uint64, float16, "
-                        "float32, float64)");
+  throw rt::dtype_error("dtype " + std::string(name) +
+                        " is not one of multireduce's (int8..int64, uint8..uint64, float16, float32, float64)");
 }
 
-rt::op_kind parse_op(const std::string& name) {
+rt::op_kind parse_op(std::string_view name) {
   if (auto op = rt::parse_op(name)) return *op;
-  throw std::invalid_argument("op must be one of " + rt::op_names(", ") + ", not '" + name + "'");
+  throw std::invalid_argument("op must be one of " + rt::op_names(", ") + ", not '" + std::string(name) + "'");
 }
 
-rt::backend parse_backend(const std::string& name) {
-  if (auto b = rt::parse_backend(name)) return *b;
-  throw std::invalid_argument("backend must be 'auto', 'cpu' or 'cuda', not '" + name + "'");
+std::string_view text_of(nb::handle h) {
+  Py_ssize_t size = 0;
+  const char* data = PyUnicode_AsUTF8AndSize(h.ptr(), &size);
+  if (data == nullptr) throw nb::python_error();
+  return {data, std::size_t(size)};
+}
+/// An int field of a record (the front makes them Python ints; anything else is a TypeError).
+std::int64_t int_of(nb::handle h) {
+  const long long v = PyLong_AsLongLong(h.ptr());
+  if (v == -1 && PyErr_Occurred()) throw nb::python_error();
+  return v;
+}
+std::uintptr_t address_of(nb::handle h) {
+  const unsigned long long v = PyLong_AsUnsignedLongLong(h.ptr());
+  if (v == static_cast<unsigned long long>(-1) && PyErr_Occurred()) throw nb::python_error();
+  return static_cast<std::uintptr_t>(v);
 }
 
-/// device < 0: host memory; else that CUDA device's memory.
-rt::memory where(int device) { return device < 0 ? rt::memory::host : rt::memory::cuda; }
-/// The GPU ordinal a job names (host memory: device 0, which the runtime then does not use for it).
-int ordinal(int device) { return device < 0 ? 0 : device; }
+/// Where an operand's memory is: host memory, or the memory the named backend reads ("cuda").
+rt::memory memory_of(std::string_view name) { return name == "host" ? rt::memory::host() : rt::memory::of(name); }
 
-rt::array_view input_of(std::uintptr_t x, rt::dtype type, std::int64_t count, int device) {
-  return rt::array_view{type, reinterpret_cast<const void*>(x), count, where(device), ordinal(device)};
-}
-rt::output_view output_of(std::uintptr_t out, rt::dtype type, std::int64_t count, int device) {
-  return rt::output_view{type, reinterpret_cast<void*>(out), count, where(device), ordinal(device)};
+/// The operand's array (its memory's name must outlive the view: the operand holds it).
+rt::array_view array_of(const nb::tuple& x) {
+  return rt::array_view{parse_dtype(text_of(x[op_dtype])), reinterpret_cast<const void*>(address_of(x[op_address])),
+                        int_of(x[op_size]), memory_of(text_of(x[op_memory])), static_cast<int>(int_of(x[op_device]))};
 }
 
-rt::execution execution_of(const std::string& backend, int device, std::uintptr_t stream) {
+/// An output of `type` and `count` at `address`, in the operand's memory.
+rt::output_view output_like(const rt::array_view& x, std::uintptr_t address, rt::dtype type, std::int64_t count) {
+  return rt::output_view{type, reinterpret_cast<void*>(address), count, x.where, x.device};
+}
+
+rt::execution execution_of(std::string_view backend, const rt::array_view& x, const nb::tuple& operand) {
+  rt::check_backend_name(backend);
   rt::execution exec;
-  exec.requested = parse_backend(backend);
-  exec.device = ordinal(device);
-  exec.stream = reinterpret_cast<void*>(stream);
+  exec.backend = backend;
+  exec.devices = rt::device_set{{x.where.is_host() ? 0 : x.device}};
+  exec.stream = reinterpret_cast<void*>(address_of(operand[op_stream]));
   return exec;
 }
 
-/// (backend used, why the GPU did not run it: "" when it did or was not asked to)
+/// (the backend that ran the call, why "auto" passed the ones before it over: "" if none)
 using outcome = std::pair<std::string, std::string>;
-outcome outcome_of(const rt::report& r) { return {std::string(rt::to_string(r.used)), r.not_cuda}; }
+outcome outcome_of(const rt::report& r) { return {r.backend, r.passed_over}; }
+
+/// Runs job() with the GIL released (the arrays are addresses; the records were read before).
+template <class F>
+decltype(auto) without_gil(F&& job) {
+  nb::gil_scoped_release release;
+  return job();
+}
 
 // ---- the jobs -----------------------------------------------------------------------------------------
 
-outcome reduce(std::uintptr_t x, const std::string& x_dtype, std::int64_t count, int device, const std::string& op,
-               const std::string& shape, std::int64_t length, std::int64_t segments, std::int64_t inner,
-               std::uintptr_t offsets, std::uintptr_t out, const std::string& backend, std::uintptr_t stream,
-               bool new_output, bool check_offsets) {
+/// A reduction of the operand x (job: a job_fields record) into the array at `out` (in x's memory),
+/// on `backend`, queued on x's stream when everything is in device memory. Returns nothing (a small
+/// call's time is mostly host time: no result object is made).
+void reduce(const nb::tuple& x, const nb::tuple& job_record, std::uintptr_t out, const std::string& backend) {
   rt::reduce_job job;
-  job.input = input_of(x, parse_dtype(x_dtype), count, device);
-  job.op = parse_op(op);
-  if (shape == "whole") job.shape = rt::shape_kind::whole;
-  else if (shape == "axis") job.shape = rt::shape_kind::axis;
-  else if (shape == "fixed") job.shape = rt::shape_kind::fixed_segments;
-  else if (shape == "offsets") job.shape = rt::shape_kind::offsets;
-  else if (shape == "window") job.shape = rt::shape_kind::window;
-  else throw std::invalid_argument("no such shape: " + shape);
-  job.length = length;
-  job.segments = segments;
-  job.inner = inner;
-  job.offsets = reinterpret_cast<const std::int64_t*>(offsets);
-  job.offsets_where = where(device);
-  job.output_is_new = new_output;
-  job.check_offsets = check_offsets;
+  job.input = array_of(x);
+  job.op = parse_op(text_of(job_record[jb_op]));
+  const auto shape = rt::parse_shape(text_of(job_record[jb_shape]));
+  if (!shape) throw std::invalid_argument("no such shape: " + std::string(text_of(job_record[jb_shape])));
+  job.shape = *shape;
+  job.length = int_of(job_record[jb_length]);
+  job.segments = int_of(job_record[jb_segments]);
+  job.inner = int_of(job_record[jb_inner]);
+  if (!job_record[jb_offsets].is_none()) {
+    const rt::array_view offsets = array_of(nb::borrow<nb::tuple>(job_record[jb_offsets]));
+    if (offsets.type != rt::dtype::int64) throw std::invalid_argument("the core takes int64 offsets");
+    job.offsets = static_cast<const std::int64_t*>(offsets.data);
+    job.offsets_where = offsets.where;
+  }
+  job.check_offsets = nb::cast<bool>(job_record[jb_check_offsets]);
+  job.output_is_new = nb::cast<bool>(job_record[jb_new_output]);
   rt::validate(job);
-  const rt::output_view o = output_of(out, rt::output_dtype(job), rt::output_count(job), device);
-  return outcome_of(rt::reduce(job, o, execution_of(backend, device, stream)));
-}
-
-/// A whole-array reduce of GPU memory into GPU memory, queued on `stream`: the Python package's
-/// hot path (a small job's time is mostly host time), without the report.
-void reduce_whole(std::uintptr_t x, const std::string& x_dtype, std::int64_t count, int device, const std::string& op,
-                  std::uintptr_t out, std::uintptr_t stream) {
-  reduce(x, x_dtype, count, device, op, "whole", 0, 0, 1, 0, out, "cuda", stream, true, true);
+  const rt::output_view o = output_like(job.input, out, rt::output_dtype(job), rt::output_count(job));
+  const rt::execution exec = execution_of(backend, job.input, x);
+  without_gil([&] { rt::reduce(job, o, exec); });
 }
 
 std::string result_dtype(const std::string& op, const std::string& dtype) {
@@ -193,12 +237,13 @@ std::string result_dtype(const std::string& op, const std::string& dtype) {
   return std::string(rt::name_of(rt::result_dtype(k, t)));
 }
 
-outcome statistics(std::uintptr_t x, const std::string& x_dtype, std::int64_t count, int device, std::uintptr_t out,
-                   const std::string& backend, std::uintptr_t stream) {
-  const rt::dtype t = parse_dtype(x_dtype);
-  const auto bytes = static_cast<std::int64_t>(rt::statistics_bytes(t));
-  return outcome_of(rt::statistics(input_of(x, t, count, device), output_of(out, rt::dtype::uint8, bytes, device),
-                                   execution_of(backend, device, stream)));
+/// The statistics of the operand x as a multireduce::statistics<T> record at `out` (in x's memory).
+void statistics(const nb::tuple& x, std::uintptr_t out, const std::string& backend) {
+  const rt::array_view in = array_of(x);
+  const auto bytes = static_cast<std::int64_t>(rt::statistics_bytes(in.type));
+  const rt::output_view o = output_like(in, out, rt::dtype::uint8, bytes);
+  const rt::execution exec = execution_of(backend, in, x);
+  without_gil([&] { rt::statistics(in, o, exec); });
 }
 
 /// The fields of multireduce::statistics<T> for an input dtype: (name, byte offset, dtype name), and
@@ -222,38 +267,43 @@ std::pair<std::vector<std::tuple<std::string, std::size_t, std::string>>, std::s
   });
 }
 
-/// The k-NN search: host arrays (either backend; `reverse` also finds every training row's nearest
-/// query, written to reverse_out) or arrays on one GPU (queued on the stream, not waited for).
-outcome knn(std::uintptr_t query, std::int64_t queries, std::uintptr_t train, std::int64_t trains, int bytes, int k,
-            int device, std::uintptr_t idx, std::uintptr_t dist, std::uintptr_t reverse_out, const std::string& backend,
-            std::uintptr_t stream) {
-  const rt::execution exec = execution_of(backend, device, stream);
+/// The k-NN search of the operands query against train (uint8 rows of `bytes`): host arrays
+/// (either backend; reverse_out non-zero: also every training row's nearest query, written there)
+/// or arrays in one device's memory (queued on query's stream, not waited for). idx and dist are
+/// (queries, k) int32 arrays in query's memory.
+outcome knn(const nb::tuple& query, const nb::tuple& train, int bytes, int k, std::uintptr_t idx, std::uintptr_t dist,
+            std::uintptr_t reverse_out, const std::string& backend) {
+  const rt::array_view q = array_of(query), t = array_of(train);
+  const rt::execution exec = execution_of(backend, q, query);
   rt::knn_sets sets;
-  sets.query = reinterpret_cast<const std::uint8_t*>(query);
-  sets.queries = queries;
-  sets.train = reinterpret_cast<const std::uint8_t*>(train);
-  sets.trains = trains;
+  sets.query = static_cast<const std::uint8_t*>(q.data);
+  sets.queries = bytes > 0 ? q.count / bytes : 0;
+  sets.train = static_cast<const std::uint8_t*>(t.data);
+  sets.trains = bytes > 0 ? t.count / bytes : 0;
   sets.bytes = bytes;
   sets.k = k;
-  if (device >= 0) {
+  if (!q.where.is_host()) {
     rt::knn_device_job job{sets};
+    job.where = q.where;
     job.idx = reinterpret_cast<std::int32_t*>(idx);
     job.dist = reinterpret_cast<std::int32_t*>(dist);
-    return outcome_of(rt::knn(job, exec));
+    return without_gil([&] { return outcome_of(rt::knn(job, exec)); });
   }
   rt::knn_job job{sets};
   job.reverse = reverse_out != 0;
-  rt::knn_result result;
-  const rt::report r = rt::knn(job, result, exec);
-  const std::size_t n = std::size_t(queries) * std::size_t(k) * sizeof(std::int32_t);
-  if (n > 0) {
-    std::memcpy(reinterpret_cast<void*>(idx), result.idx.data(), n);
-    std::memcpy(reinterpret_cast<void*>(dist), result.dist.data(), n);
-  }
-  if (job.reverse && trains > 0 && !result.reverse_nearest.empty())
-    std::memcpy(reinterpret_cast<void*>(reverse_out), result.reverse_nearest.data(),
-                std::size_t(trains) * sizeof(std::int32_t));
-  return outcome_of(r);
+  return without_gil([&] {
+    rt::knn_result result;
+    const rt::report r = rt::knn(job, result, exec);
+    const std::size_t n = std::size_t(sets.queries) * std::size_t(k) * sizeof(std::int32_t);
+    if (n > 0) {
+      std::memcpy(reinterpret_cast<void*>(idx), result.idx.data(), n);
+      std::memcpy(reinterpret_cast<void*>(dist), result.dist.data(), n);
+    }
+    if (job.reverse && sets.trains > 0 && !result.reverse_nearest.empty())
+      std::memcpy(reinterpret_cast<void*>(reverse_out), result.reverse_nearest.data(),
+                  std::size_t(sets.trains) * sizeof(std::int32_t));
+    return outcome_of(r);
+  });
 }
 
 /// The matches kept by the rule from host k-NN lists (and the reverse search's nearest queries, or
@@ -300,8 +350,27 @@ NB_MODULE(_core, m) {
   m.doc() = "multireduce's compiled core (use the multireduce package, not this module)";
   m.attr("__version__") = MULTIREDUCE_VERSION;
   m.attr("match_max_k") = multireduce::match_max_k;
+  m.attr("operand_fields") = field_names(operand_fields, std::size(operand_fields));
+  m.attr("job_fields") = field_names(job_fields, std::size(job_fields));
+  {
+    nb::list shapes;
+    for (rt::shape_kind k : rt::all_shape_kinds) shapes.append(nb::str(std::string(rt::to_string(k)).c_str()));
+    m.attr("shapes") = nb::tuple(shapes);
+  }
 
+  // A job a backend does not run: Unsupported, and TypeError when the element type is why
+  // (UnsupportedDtype), else ValueError (UnsupportedJob); the message names the backend.
   static nb::exception<rt::unsupported_error> unsupported(m, "Unsupported", PyExc_RuntimeError);
+  static nb::object unsupported_dtype, unsupported_job;
+  {
+    nb::object type = nb::module_::import_("builtins").attr("type");
+    unsupported_dtype = type("UnsupportedDtype", nb::make_tuple(unsupported, nb::handle(PyExc_TypeError)), nb::dict());
+    unsupported_job = type("UnsupportedJob", nb::make_tuple(unsupported, nb::handle(PyExc_ValueError)), nb::dict());
+    unsupported_dtype.attr("__module__") = "multireduce._core";
+    unsupported_job.attr("__module__") = "multireduce._core";
+    m.attr("UnsupportedDtype") = unsupported_dtype;
+    m.attr("UnsupportedJob") = unsupported_job;
+  }
   static nb::exception<rt::device_error> cuda_error(m, "CudaError", PyExc_RuntimeError);
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
@@ -309,7 +378,8 @@ NB_MODULE(_core, m) {
     } catch (const rt::dtype_error& e) {
       PyErr_SetString(PyExc_TypeError, e.what());
     } catch (const rt::unsupported_error& e) {
-      PyErr_SetString(unsupported.ptr(), e.what());
+      const std::string message = "backend='" + e.backend + "': " + e.what();
+      PyErr_SetString((e.dtype ? unsupported_dtype : unsupported_job).ptr(), message.c_str());
     } catch (const rt::device_memory_error& e) {
       PyErr_SetString(PyExc_MemoryError, e.what());
     } catch (const rt::device_error& e) {
@@ -319,20 +389,15 @@ NB_MODULE(_core, m) {
 
   using release = nb::call_guard<nb::gil_scoped_release>;
   m.def("dlpack_info", &dlpack_info, nb::arg("capsule"));
-  m.def("cuda_device_count", &rt::cuda_device_count, release());
+  m.def("backends", [] { return rt::backend_names(); }, "auto, then the runtime's backends in the order auto tries them");
+  m.def("device_count", [](const std::string& backend) { return rt::device_count(backend); }, release(),
+        nb::arg("backend"));
   m.def("result_dtype", &result_dtype, nb::arg("op"), nb::arg("dtype"));
-  m.def("reduce", &reduce, release(), nb::arg("x"), nb::arg("dtype"), nb::arg("count"), nb::arg("device"),
-        nb::arg("op"), nb::arg("shape"), nb::arg("length"), nb::arg("segments"), nb::arg("inner"), nb::arg("offsets"),
-        nb::arg("out"), nb::arg("backend"), nb::arg("stream"), nb::arg("new_output") = false,
-        nb::arg("check_offsets") = true);
-  m.def("reduce_whole", &reduce_whole, release(), nb::arg("x"), nb::arg("dtype"), nb::arg("count"), nb::arg("device"),
-        nb::arg("op"), nb::arg("out"), nb::arg("stream"));
-  m.def("statistics", &statistics, release(), nb::arg("x"), nb::arg("dtype"), nb::arg("count"), nb::arg("device"),
-        nb::arg("out"), nb::arg("backend"), nb::arg("stream"));
+  m.def("reduce", &reduce, nb::arg("x"), nb::arg("job"), nb::arg("out"), nb::arg("backend"));
+  m.def("statistics", &statistics, nb::arg("x"), nb::arg("out"), nb::arg("backend"));
   m.def("statistics_layout", &statistics_layout, nb::arg("dtype"));
-  m.def("knn", &knn, release(), nb::arg("query"), nb::arg("queries"), nb::arg("train"), nb::arg("trains"),
-        nb::arg("bytes"), nb::arg("k"), nb::arg("device"), nb::arg("idx"), nb::arg("dist"), nb::arg("reverse_out"),
-        nb::arg("backend"), nb::arg("stream"));
+  m.def("knn", &knn, nb::arg("query"), nb::arg("train"), nb::arg("bytes"), nb::arg("k"), nb::arg("idx"),
+        nb::arg("dist"), nb::arg("reverse_out"), nb::arg("backend"));
   m.def("accept", &accept, release(), nb::arg("idx"), nb::arg("dist"), nb::arg("queries"), nb::arg("k"),
         nb::arg("ratio"), nb::arg("margin"), nb::arg("max_distance"), nb::arg("cross_check"),
         nb::arg("reverse_nearest"), nb::arg("out"));

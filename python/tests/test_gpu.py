@@ -183,9 +183,9 @@ def current_stream_handle(name):
 def test_direct_path_agrees_with_the_general_path(rng, fw, monkeypatch):
     """Once a framework's array type has been met, a whole-array reduce, the statistics, a
     fixed-length segmented reduce, or an offsets job with int64 offsets of the same framework, of
-    contiguous device arrays on the current stream takes the direct path (no import_array): bit for bit the general path's result
-    (taken here by naming the stream), and what the direct path does not take still gets the
-    general path's answer or error."""
+    contiguous device arrays on the current stream reads them by the import's fast path (no
+    import_general): bit for bit the general import's result (taken here by naming the stream),
+    and what the fast path does not take still gets the general import's answer or error."""
     name, to_device, to_numpy = fw
     x, d, good, segments = many_short_segments(rng, "float32", to_device)
     i = to_device(random_array(rng, "int32", 5000))
@@ -200,13 +200,13 @@ def test_direct_path_agrees_with_the_general_path(rng, fw, monkeypatch):
     general_fixed = {(op, y): to_numpy(mr.segmented_reduce(arrays[y], op, segment_length=40, stream=handle)).tobytes()
                      for op in ("sum", "min", "max") for y in arrays}  # (what the GPU runs)
     imports = []
-    real_import = mr._interop.import_array
+    real_import = mr._arrays.import_general
 
     def counted(*args):
         imports.append(args[1])
         return real_import(*args)
 
-    monkeypatch.setattr(mr._interop, "import_array", counted)
+    monkeypatch.setattr(mr._arrays, "import_general", counted)
     for (op, y), want in list(general.items())[:-1]:
         assert to_numpy(mr.reduce(arrays[y], op)).tobytes() == want, (op, y)
     assert to_numpy(mr.segmented_reduce(d, "max", offsets=off)).tobytes() == general["segments"]
@@ -219,10 +219,11 @@ def test_direct_path_agrees_with_the_general_path(rng, fw, monkeypatch):
     for (op, y), want in general_fixed.items():
         assert to_numpy(mr.segmented_reduce(arrays[y], op, segment_length=40)).tobytes() == want, (op, y)
     assert imports == []
-    # not the direct path's: int32 or host offsets (converted), and errors
+    # int32 or host offsets (converted to int64 on the host), and errors; x is still read by the
+    # import's fast path (one call path: there is no other path for x to take)
     assert to_numpy(mr.segmented_reduce(d, "max", offsets=to_device(good.astype(np.int32)))).tobytes() == general["segments"]
     assert to_numpy(mr.segmented_reduce(d, "max", offsets=good)).tobytes() == general["segments"]
-    assert imports.count("x") == 2  # (and the offsets' import, then the converted offsets')
+    assert "x" not in imports
     with pytest.raises(ValueError, match="1-D"):
         mr.segmented_reduce(d.reshape(1000, 200), offsets=to_device(np.array([0, 1000], np.int64)))
     with pytest.raises(ValueError, match="1-D"):
@@ -391,3 +392,148 @@ def test_past_two_to_the_31_elements():
     assert int(s.count) == n and int(s.argmax) == n - 1
     del x
     torch.cuda.empty_cache()
+
+
+# ---- CUDA graphs: calls captured once, replayed on new data ---------------------------------------
+
+GRAPH_N, GRAPH_ROWS, GRAPH_L, GRAPH_SEGMENTS, GRAPH_REPLAYS = 100_000, 100, 50, 4000, 100
+
+
+def graph_data(rng):
+    """Host data for the captured inputs: x (float32, also seen as GRAPH_ROWS rows), xi (int32),
+    int64 offsets of GRAPH_SEGMENTS segments of x (a mean length of 25: the kernel that takes
+    unchecked offsets under capture), and 256-bit descriptors q and t."""
+    offsets = np.sort(rng.integers(0, GRAPH_N + 1, GRAPH_SEGMENTS + 1)).astype(np.int64)
+    return dict(x=random_array(rng, "float32", GRAPH_N), xi=random_array(rng, "int32", GRAPH_N), o=offsets,
+                q=rng.integers(0, 256, (300, 32), dtype=np.uint8), t=rng.integers(0, 256, (2000, 32), dtype=np.uint8))
+
+
+def graph_calls(d):
+    """The calls that are captured (and run eagerly to check each replay) on the device arrays d
+    (graph_data's, by name): (label, result) pairs."""
+    x = d["x"]
+    calls = [("sum", mr.reduce(x)), ("argmin", mr.reduce(x, "argmin")), ("max", mr.reduce(x, "max")),
+             ("int sum", mr.reduce(d["xi"])), ("rows", mr.reduce(x.reshape(GRAPH_ROWS, -1), axis=-1))]
+    calls += [(f"statistics.{name}", value) for name, value in zip(mr.Statistics._fields, mr.statistics(x))]
+    calls += [("fixed", mr.segmented_reduce(x, segment_length=GRAPH_L)),
+              ("offsets", mr.segmented_reduce(x, offsets=d["o"], check_offsets=False)),
+              ("window", mr.window_reduce(x, 7, "max"))]
+    dist, idx = mr.knn_hamming(d["q"], d["t"], 2)
+    return calls + [("knn dist", dist), ("knn idx", idx)]
+
+
+def check_replays(rng, d, captured, refill, replay, to_numpy):
+    """GRAPH_REPLAYS times: new data into d's buffers in place (refill), the graph replayed, and every
+    captured result (graph_calls' pairs) equal, bit for bit, to an eager call's on that data."""
+    for r in range(GRAPH_REPLAYS):
+        refill(graph_data(rng))
+        replay()
+        eager = graph_calls(d)
+        assert [label for label, _ in eager] == [label for label, _ in captured]
+        for (label, got), (_, want) in zip(captured, eager):
+            got, want = to_numpy(got), to_numpy(want)
+            assert got.dtype == want.dtype and got.shape == want.shape, label
+            assert got.tobytes() == want.tobytes(), (r, label)
+
+
+def torch_with_gpu():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available() or not mr.cuda_available():
+        pytest.skip("no GPU for PyTorch here")
+    return torch
+
+
+def cupy_with_gpu():
+    cupy = pytest.importorskip("cupy")
+    try:
+        ok = cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001 -- CuPy without a driver
+        ok = False
+    if not ok or not mr.cuda_available():
+        pytest.skip("no GPU for CuPy here")
+    return cupy
+
+
+def test_cuda_graph_capture_torch(rng):
+    """Every function captured into a torch.cuda.graph (its results allocated from the graph's
+    pool during capture), replayed on new data written into the captured inputs."""
+    torch = torch_with_gpu()
+    d = {name: torch.from_numpy(a).cuda() for name, a in graph_data(rng).items()}
+    graph_calls(d)  # eager first: everything loaded before the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = graph_calls(d)
+
+    def refill(host):
+        for name, a in host.items():
+            d[name].copy_(torch.from_numpy(a))
+
+    check_replays(rng, d, captured, refill, graph.replay, lambda t: t.cpu().numpy())
+
+
+def test_cuda_graph_capture_cupy(rng):
+    """The same with cupy.cuda.Graph: captured by begin_capture()/end_capture() on a non-default
+    stream, replayed there on new data."""
+    cupy = cupy_with_gpu()
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        d = {name: cupy.asarray(a) for name, a in graph_data(rng).items()}
+        graph_calls(d)  # eager first, on the stream
+        stream.synchronize()
+        stream.begin_capture()
+        try:
+            captured = graph_calls(d)
+        finally:
+            graph = stream.end_capture()
+        assert not stream.is_capturing()
+
+        def refill(host):
+            for name, a in host.items():
+                d[name][...] = cupy.asarray(a)
+
+        check_replays(rng, d, captured, refill, lambda: graph.launch(stream=stream), cupy.asnumpy)
+
+
+def test_checked_offsets_under_capture_are_refused_torch(rng):
+    """Offsets checked on the GPU need a read-back, which capture cannot do: ValueError saying to
+    pass check_offsets=False, the capture ending cleanly (the graph's other work replays)."""
+    torch = torch_with_gpu()
+    host = graph_data(rng)
+    x, o = torch.from_numpy(host["x"]).cuda(), torch.from_numpy(host["o"]).cuda()
+    mr.reduce(x), mr.segmented_reduce(x, offsets=o, check_offsets=False)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        total = mr.reduce(x)
+        with pytest.raises(ValueError, match="check_offsets=False"):
+            mr.segmented_reduce(x, offsets=o)
+    assert not torch.cuda.is_current_stream_capturing()
+    x.copy_(torch.from_numpy(host["x"][::-1].copy()))
+    graph.replay()
+    assert to_bytes(total.cpu().numpy()) == to_bytes(mr.reduce(x).cpu().numpy())
+
+
+def test_checked_offsets_under_capture_are_refused_cupy(rng):
+    cupy = cupy_with_gpu()
+    host = graph_data(rng)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        x, o = cupy.asarray(host["x"]), cupy.asarray(host["o"])
+        mr.reduce(x), mr.segmented_reduce(x, offsets=o, check_offsets=False)
+        stream.synchronize()
+        stream.begin_capture()
+        try:
+            total = mr.reduce(x)
+            with pytest.raises(ValueError, match="check_offsets=False"):
+                mr.segmented_reduce(x, offsets=o)
+        finally:
+            graph = stream.end_capture()
+        assert not stream.is_capturing()
+        x[...] = cupy.asarray(host["x"][::-1].copy())
+        graph.launch(stream=stream)
+        assert to_bytes(cupy.asnumpy(total)) == to_bytes(cupy.asnumpy(mr.reduce(x)))
+
+
+def to_bytes(a):
+    return np.asarray(a).tobytes()

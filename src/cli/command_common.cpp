@@ -3,11 +3,14 @@
 
 #include <fmt/core.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <limits>
+
+#include "runtime/backend.hpp"
 
 namespace multireduce::cli {
 
@@ -80,15 +83,23 @@ CLI::Option* add_number(CLI::App& cmd, const std::string& name, std::function<vo
 
 runtime::execution backend_options::execution() const {
   runtime::execution e;
-  e.requested = runtime::parse_backend(backend).value_or(runtime::backend::automatic);
-  e.device = device;
+  e.backend = backend;
+  e.devices = runtime::device_set{{device}};
   return e;
 }
 
+std::string backend_help() {
+  std::string help = "auto: the first backend that runs the job, in this order";
+  for (const runtime::backend* b : runtime::backends())
+    help += fmt::format("; {}: {}", b->name(), b->summary());
+  return help + " (a named backend runs the job or says why not)";
+}
+
 void add_backend_options(CLI::App& cmd, backend_options& opts, const char* timing_help) {
-  cmd.add_option("--backend", opts.backend,
-                 "auto: the GPU when it supports the job, else the CPU; cuda: the GPU or an error saying why not; cpu")
-      ->check(CLI::IsMember({"auto", "cuda", "cpu"}))
+  const std::vector<std::string> names = runtime::backend_names();
+  cmd.add_option("--backend", opts.backend, backend_help())
+      ->check(CLI::IsMember(names))
+      ->type_name(fmt::format("{}", fmt::join(names, "|")))
       ->capture_default_str();
   add_integer(
       cmd, "--device",
@@ -107,18 +118,15 @@ void add_backend_options(CLI::App& cmd, backend_options& opts, const char* timin
   cmd.add_flag("--timing", opts.timing, timing_help);
 }
 
-void print_report(const char* command, const runtime::report& r, bool cpu_asked, double command_seconds,
+void print_report(const char* command, const runtime::report& r, bool named, double command_seconds,
                   std::int64_t bytes_read, std::int64_t bytes_written) {
-  if (r.used == runtime::backend::cuda)
-    fmt::print(stderr, "multireduce {}: backend cuda (device {}: {})\n", command, r.device, r.device_name);
-  else
-    fmt::print(stderr, "multireduce {}: backend cpu ({} threads){}\n", command, r.cpu_threads,
-               cpu_asked || r.not_cuda.empty() ? "" : "; not the GPU: " + r.not_cuda);
+  fmt::print(stderr, "multireduce {}: backend {} ({}){}\n", command, r.backend, runtime::describe_device(r),
+             named || r.passed_over.empty() ? "" : "; " + r.passed_over);
   const double gbps = command_seconds > 0 ? double(bytes_read) / command_seconds * 1e-9 : 0.0;
   fmt::print(stderr, "multireduce {}: {:.3f} s in all (reading, computing, writing): {} bytes read ({:.3f} GB/s), {} written\n",
              command, command_seconds, bytes_read, gbps, bytes_written);
-  if (r.used == runtime::backend::cuda)
-    fmt::print(stderr, "multireduce {}: of which {:.6f} s on the GPU and {:.6f} s copying to and from it\n", command,
+  if (r.device >= 0)
+    fmt::print(stderr, "multireduce {}: of which {:.6f} s on the device and {:.6f} s copying to and from it\n", command,
                r.seconds, r.transfer_seconds);
 }
 

@@ -58,7 +58,8 @@ std::string range_words(std::int64_t least, std::int64_t most);
 
 // ---- where a command runs, and what it reports -----------------------------------------------------
 
-/// The options every data command takes: --backend auto|cuda|cpu, --device N, --timing.
+/// The options every data command takes: --backend (auto or a backend of the runtime's table), --device N,
+/// --timing.
 struct backend_options {
   std::string backend = "auto";
   int device = 0;
@@ -75,9 +76,10 @@ struct command_clock {
   double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); }
 };
 
-/// Prints how a command ran (--timing): the backend (and why not the GPU), the whole command's time
-/// and bandwidth over what it read, and on the GPU its device and copy times.
-void print_report(const char* command, const runtime::report& r, bool cpu_asked, double command_seconds,
+/// Prints how a command ran (--timing): the backend and its device (for "auto", why it passed the
+/// backends before it over; `named`: the user named the backend), the whole command's time and
+/// bandwidth over what it read, and on a device its time and copy times.
+void print_report(const char* command, const runtime::report& r, bool named, double command_seconds,
                   std::int64_t bytes_read, std::int64_t bytes_written);
 
 /// "(3,)", "(2, 5)", "()".

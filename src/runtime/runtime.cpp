@@ -1,5 +1,5 @@
-// runtime/runtime.cpp -- job checks, the backend choice, sources and sinks of host memory, and the
-// CPU's timing (runtime.hpp).
+// runtime/runtime.cpp -- job checks, the backend choice from the table (backend.hpp), and the
+// source and sink of arrays in host memory (runtime.hpp).
 #include "runtime.hpp"
 
 #include <algorithm>
@@ -12,7 +12,8 @@
 
 #include <multireduce/match/match.hpp>
 
-#include "backends.hpp"
+#include "backend.hpp"
+#include "bad_offset.hpp"
 
 namespace multireduce::runtime {
 
@@ -20,26 +21,43 @@ namespace {
 
 std::string text(std::int64_t v) { return std::to_string(v); }
 
-/// Picks the backend: the GPU when asked (or, automatically, when it supports the job), else the
-/// CPU. `reason` is why the GPU cannot run the job ("" if it can).
-backend choose(const execution& exec, const std::string& reason, report& r) {
-  if (exec.requested == backend::cpu) return backend::cpu;
-  if (!reason.empty()) {
-    if (exec.requested == backend::cuda) throw unsupported_error("cuda", reason);
-    r.not_cuda = reason;
-    return backend::cpu;
+/// The backend that runs a job on host data: the one named, or for "auto" the first of the table
+/// that takes host data automatically and runs the job (why it passed the others over goes into
+/// r.passed_over). reason(backend) is the backend's refusal, empty when it runs the job.
+template <class Reason>
+const backend& for_host_data(const execution& exec, Reason&& reason, report& r) {
+  if (exec.backend != "auto") {
+    const backend& b = find_backend(exec.backend);
+    if (const refusal no = reason(b); !no.empty()) throw unsupported_error(b.name(), no.why, no.dtype);
+    return b;
   }
-  return backend::cuda;
+  for (const backend* b : *backend_table()) {
+    if (!b->automatic_for_host_data()) continue;
+    const refusal no = reason(*b);
+    if (no.empty()) return *b;
+    r.passed_over += (r.passed_over.empty() ? "not " : "; not ") + std::string(b->noun()) + ": " + no.why;
+  }
+  throw unsupported_error("auto", "no backend runs this job (" + r.passed_over + ")");
 }
 
-/// Runs `cpu` (a CPU job) and records its wall time in the report.
-template <class F>
-void timed_on_cpu(report& r, F&& cpu) {
-  const auto start = std::chrono::steady_clock::now();
-  cpu();
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  r.used = backend::cpu;
-  r.cpu_threads = backends::cpu_threads();
+/// The backend whose device memory holds `where`: the only one that runs a job on it. Throws
+/// unsupported_error when another backend is named, or it cannot run the job (reason(backend)).
+template <class Reason>
+const backend& for_device_memory(memory where, const execution& exec, Reason&& reason) {
+  const backend* owner = nullptr;
+  for (const backend* b : *backend_table())
+    if (b->device_memory() == where) owner = b;
+  if (owner == nullptr)
+    throw std::invalid_argument("no backend reads " + where.describe() + " (the backends are " + backend_list() + ")");
+  const std::string readers = "the arrays are in " + where.describe() + ", which only the " +
+                              std::string(owner->name()) + " backend reads";
+  if (exec.backend != "auto" && exec.backend != owner->name()) {
+    check_backend_name(exec.backend);
+    throw unsupported_error(exec.backend, readers);
+  }
+  if (const refusal no = reason(*owner); !no.empty())
+    throw unsupported_error(owner->name(), no.why + "; " + readers, no.dtype);
+  return *owner;
 }
 
 /// a * b, or nullopt past int64.
@@ -81,15 +99,6 @@ class counting_sink final : public output_sink {
   output_sink& to_;
 };
 
-/// Arrays in GPU memory: only the GPU runs the job; throws unsupported_error when it cannot
-/// (`reason`) or the CPU was asked for.
-void require_gpu_for_device_memory(const execution& exec, const std::string& reason) {
-  if (exec.requested != backend::cpu && reason.empty()) return;
-  throw unsupported_error(exec.requested == backend::cpu ? "cpu" : "cuda",
-                          (reason.empty() ? std::string() : reason + "; ") +
-                              "the arrays are in GPU memory, which the CPU does not read");
-}
-
 /// The shape checks of validate(), without the data pointer (a source has none).
 void validate_shape(const reduce_job& job);
 
@@ -104,7 +113,8 @@ reduce_job normalized(const reduce_job& job) {
 
 memory_source::memory_source(const array_view& a)
     : array_source(a.type, a.count), data_(static_cast<const std::byte*>(a.data)) {
-  if (a.where != memory::host) throw unsupported_error("cpu", "the array is in GPU memory; copy it to the host first");
+  if (!a.where.is_host())
+    throw std::invalid_argument("the array is in " + a.where.describe() + ", not host memory; copy it to the host first");
   if (a.count < 0) throw std::invalid_argument("the array has a negative element count (" + text(a.count) + ")");
   if (a.count > 0 && a.data == nullptr) throw std::invalid_argument("the array's data pointer is null");
 }
@@ -148,12 +158,6 @@ reduce_job axis_job(const array_view& input, op_kind op, std::span<const std::in
   return job;
 }
 
-std::optional<backend> parse_backend(std::string_view name) {
-  for (backend b : {backend::automatic, backend::cpu, backend::cuda})
-    if (to_string(b) == name) return b;
-  return std::nullopt;
-}
-
 std::int64_t output_count(const reduce_job& job) {
   switch (job.shape) {
     case shape_kind::whole: return 1;
@@ -169,8 +173,9 @@ dtype output_dtype(const reduce_job& job) { return result_dtype(job.op, job.inpu
 
 void validate(const reduce_job& job) {
   if (job.input.count > 0 && job.input.data == nullptr) throw std::invalid_argument("the input's data pointer is null");
-  if (job.shape == shape_kind::offsets && job.offsets_where == memory::cuda && job.input.where != memory::cuda)
-    throw std::invalid_argument("offsets in GPU memory need the input in GPU memory too");
+  if (job.shape == shape_kind::offsets && !job.offsets_where.is_host() && job.offsets_where != job.input.where)
+    throw std::invalid_argument("offsets in " + job.offsets_where.describe() + " need the input there too, not in " +
+                                job.input.where.describe());
   validate_shape(job);
 }
 
@@ -209,10 +214,10 @@ void validate_shape(const reduce_job& job) {
       if (job.segments < 0) throw std::invalid_argument("the segment count must not be negative");
       const std::int64_t* o = job.offsets;
       if (o == nullptr) throw std::invalid_argument("offsets: none given (S + 1 offsets for S segments)");
-      if (job.offsets_where == memory::cuda) break;  // checked on the GPU (cuda_backend.cu)
+      if (!job.offsets_where.is_host()) break;  // checked on the device (src/runtime/cuda/offsets.cu)
       for (std::int64_t s = 0; s <= job.segments; ++s)
         if ((s == 0 ? o[0] < 0 : o[s] < o[s - 1]) || (s == job.segments && o[s] > n))
-          backends::throw_bad_offset(s, s > 0 ? o[s - 1] : 0, o[s], n);
+          throw_bad_offset(s, s > 0 ? o[s - 1] : 0, o[s], n);
       break;
     }
   }
@@ -220,53 +225,39 @@ void validate_shape(const reduce_job& job) {
 
 }  // namespace
 
-int cuda_device_count() { return backends::cuda_device_count(); }
-std::string cuda_unsupported_reason(const reduce_job& job, int device) {
-  return backends::cuda_unsupported_reason(job, device);
-}
-std::string cuda_unsupported_reason_for_statistics(dtype type, int device) {
-  return backends::cuda_unsupported_reason_for_statistics(type, device);
-}
-std::string cuda_unsupported_reason_for_knn(int bytes, int device) {
-  return backends::cuda_unsupported_reason_for_knn(bytes, device);
-}
-
 report reduce(const reduce_job& job, const output_view& out, const execution& exec) {
   validate(job);
   if (out.type != output_dtype(job) || out.count != output_count(job) || (out.count > 0 && out.data == nullptr))
     throw std::invalid_argument("the output must hold " + text(output_count(job)) + " elements of " +
                                 std::string(name_of(output_dtype(job))));
-  if (job.input.where == memory::host && out.where == memory::host) {
+  if (job.input.where.is_host() && out.where.is_host()) {
     memory_source in(job.input);
     memory_sink sink(out);
     return reduce(job, in, sink, exec);
   }
   const reduce_job j = normalized(job);
-  require_gpu_for_device_memory(exec, backends::cuda_unsupported_reason(j, exec.device));
+  const backend& b = for_device_memory(job.input.where.is_host() ? out.where : job.input.where, exec,
+                                       [&](const backend& c) { return c.unsupported(j, exec.devices); });
   report r;
-  backends::cuda_reduce(j, out, exec, r);
+  r.backend = b.name();
+  b.reduce(j, out, exec, r);
   r.bytes_written = out.count * std::int64_t(size_of(out.type));
   return r;
 }
 
 report reduce(const reduce_job& job, array_source& in, output_sink& out, const execution& exec) {
   reduce_job j = normalized(job);
-  j.input = array_view{in.type(), nullptr, in.count(), memory::host, 0};
+  j.input = array_view{in.type(), nullptr, in.count(), memory::host(), 0};
   if (job.input.type != in.type() || job.input.count != in.count())
     throw std::invalid_argument("the job's input is " + text(job.input.count) + " elements of " +
                                 std::string(name_of(job.input.type)) + ", the source's " + text(in.count()) + " of " +
                                 std::string(name_of(in.type())));
   validate_shape(j);
   report r;
+  const backend& b = for_host_data(exec, [&](const backend& c) { return c.unsupported(j, exec.devices); }, r);
+  r.backend = b.name();
   counting_sink counted(out);
-  const bool cpu_only = exec.requested == backend::cpu;
-  if (choose(exec, cpu_only ? "" : backends::cuda_unsupported_reason(j, exec.device), r) == backend::cuda) {
-    backends::cuda_reduce(j, in, counted, exec, r);
-  } else {
-    timed_on_cpu(r, [&] { backends::cpu_reduce(j, in, counted, exec); });
-    r.bytes_read = in.count() * std::int64_t(size_of(in.type())) +
-                   (j.shape == shape_kind::offsets ? (j.segments + 1) * 8 : 0);
-  }
+  b.reduce(j, in, counted, exec, r);
   if (counted.written != output_count(j))
     throw std::logic_error("multireduce runtime: a job wrote " + text(counted.written) + " of its " +
                            text(output_count(j)) + " outputs");
@@ -276,26 +267,27 @@ report reduce(const reduce_job& job, array_source& in, output_sink& out, const e
 
 report statistics(const array_view& in, any_statistics& out, const execution& exec) {
   if (in.count < 0) throw std::invalid_argument("the input has a negative element count (" + text(in.count) + ")");
-  if (in.where == memory::host) {
+  if (in.where.is_host()) {
     memory_source source(in);
     return statistics(source, out, exec);
   }
-  require_gpu_for_device_memory(exec, backends::cuda_unsupported_reason_for_statistics(in.type, exec.device));
-  report r;
-  backends::cuda_statistics(in, out, exec, r);
-  return r;
+  // A device array, its statistics to the host: through a host record of their bytes.
+  return visit(in.type, [&](auto element) {
+    using E = decltype(element);
+    using T = std::conditional_t<std::is_same_v<E, float16_bits>, float, E>;
+    multireduce::statistics<T> s{};
+    const report r = statistics(in, output_view{dtype::uint8, &s, std::int64_t(sizeof s), memory::host(), 0}, exec);
+    out = s;
+    return r;
+  });
 }
 
 report statistics(array_source& in, any_statistics& out, const execution& exec) {
   report r;
-  const bool cpu_only = exec.requested == backend::cpu;
-  if (choose(exec, cpu_only ? "" : backends::cuda_unsupported_reason_for_statistics(in.type(), exec.device), r) ==
-      backend::cuda) {
-    backends::cuda_statistics(in, out, exec, r);
-    return r;
-  }
-  timed_on_cpu(r, [&] { out = backends::cpu_statistics(in, exec); });
-  r.bytes_read = in.count() * std::int64_t(size_of(in.type()));
+  const backend& b =
+      for_host_data(exec, [&](const backend& c) { return c.unsupported_statistics(in.type(), exec.devices); }, r);
+  r.backend = b.name();
+  b.statistics(in, out, exec, r);
   return r;
 }
 
@@ -312,16 +304,18 @@ report statistics(const array_view& in, const output_view& out, const execution&
   if (out.type != dtype::uint8 || out.count != bytes || out.data == nullptr)
     throw std::invalid_argument("the statistics of " + std::string(name_of(in.type)) + " need an output of " +
                                 text(bytes) + " bytes (uint8)");
-  if (in.where == memory::cuda && out.where == memory::cuda) {
-    if (in.count < 0) throw std::invalid_argument("the input has a negative element count (" + text(in.count) + ")");
-    require_gpu_for_device_memory(exec, backends::cuda_unsupported_reason_for_statistics(in.type, exec.device));
-    report r;
-    backends::cuda_statistics(in, out, exec, r);
+  if (in.count < 0) throw std::invalid_argument("the input has a negative element count (" + text(in.count) + ")");
+  if (in.where.is_host() && out.where.is_host()) {
+    any_statistics result;
+    report r = statistics(in, result, exec);
+    std::visit([&](const auto& s) { std::memcpy(out.data, &s, sizeof(s)); }, result);
     return r;
   }
-  any_statistics result;
-  report r = statistics(in, result, exec);
-  std::visit([&](const auto& s) { backends::write_bytes(out, &s, sizeof(s), exec); }, result);
+  const backend& b = for_device_memory(in.where.is_host() ? out.where : in.where, exec,
+                                       [&](const backend& c) { return c.unsupported_statistics(in.type, exec.devices); });
+  report r;
+  r.backend = b.name();
+  b.statistics(in, out, exec, r);
   return r;
 }
 
@@ -330,30 +324,28 @@ report knn(const knn_device_job& job, const execution& exec) {
   if ((job.queries > 0 && (job.query == nullptr || job.idx == nullptr || job.dist == nullptr)) ||
       (job.trains > 0 && job.train == nullptr))
     throw std::invalid_argument("a null pointer among the search's arrays");
-  require_gpu_for_device_memory(exec, backends::cuda_unsupported_reason_for_knn(job.bytes, exec.device));
+  if (job.where.is_host()) throw std::invalid_argument("a device search's arrays must be in a device's memory");
+  const backend& b =
+      for_device_memory(job.where, exec, [&](const backend& c) { return c.unsupported_knn(job.bytes, exec.devices); });
   report r;
-  backends::cuda_knn(job, exec, r);
+  r.backend = b.name();
+  b.knn(job, exec, r);
   return r;
 }
 
 report knn(const knn_job& job, knn_result& out, const execution& exec) {
   check_match_arguments(job.queries, job.trains, job.bytes, job.k);
   report r;
-  const bool cpu_only = exec.requested == backend::cpu;
-  if (choose(exec, cpu_only ? "" : backends::cuda_unsupported_reason_for_knn(job.bytes, exec.device), r) ==
-      backend::cuda) {
-    backends::cuda_knn(job, out, exec, r);
-    return r;
-  }
-  timed_on_cpu(r, [&] { backends::cpu_knn(job, out, exec); });
-  r.bytes_read = (job.queries + job.trains) * job.bytes;
-  r.bytes_written = 2 * job.queries * job.k * 4;
+  const backend& b =
+      for_host_data(exec, [&](const backend& c) { return c.unsupported_knn(job.bytes, exec.devices); }, r);
+  r.backend = b.name();
+  b.knn(job, out, exec, r);
   return r;
 }
 
 }  // namespace multireduce::runtime
 
-namespace multireduce::runtime::backends {
+namespace multireduce::runtime {
 
 void throw_bad_offset(std::int64_t s, std::int64_t previous, std::int64_t value, std::int64_t n) {
   const std::string at = "offsets[" + std::to_string(s) + "] = " + std::to_string(value);
@@ -364,4 +356,4 @@ void throw_bad_offset(std::int64_t s, std::int64_t previous, std::int64_t value,
   throw std::invalid_argument(at + " is past the end of the input (" + std::to_string(n) + " elements)");
 }
 
-}  // namespace multireduce::runtime::backends
+}  // namespace multireduce::runtime

@@ -1,22 +1,26 @@
 // runtime/runtime.hpp -- host arrays in, typed results out: the jobs that the command-line tool and
-// the Python binding run, on the CPU (multireduce/cpu.hpp) or a GPU (multireduce/cuda.cuh).
+// the Python binding run, on a backend of the table (backend.hpp): the CPU (multireduce/cpu.hpp)
+// or a GPU (multireduce/cuda.cuh).
 //
 // A job names a type-erased array (its dtype, its memory, host or a CUDA device), an operator from
 // the one table (ops.hpp) and a shape (the whole array, one axis of an N-d array, fixed-length
 // segments, offsets, sliding windows); results have NumPy's dtypes and, on the CPU, NumPy's values:
 // float sums are NumPy's pairwise sums, bit for bit, and an axis that is not the last one is summed
 // one row after another, as NumPy does. Each call picks its backend and device itself (no state is
-// kept between calls and none is shared between threads): `automatic` runs on the GPU when it
-// supports the job, else on the CPU and says why. Inputs are never modified.
+// kept between calls and none is shared between threads): "auto" runs on the first backend of the
+// table that supports the job (the GPU before the CPU) and says why it passed the others over.
+// Inputs are never modified.
 //
 // Arrays too large for memory are read as an array_source, front to back in pieces (a memory-mapped
 // file, a pipe), and outputs go to an output_sink as they are produced: a job then holds one piece
 // (and one segment, window or row) at a time, on the CPU and through the GPU alike.
 //
-// Arrays in GPU memory with their outputs in GPU memory (the Python binding's device arrays) are
-// queued on exec.stream, temporary storage from the stream-ordered allocator, and the call returns
-// without waiting for them (report.seconds is then 0): nothing synchronises the device, except
-// the check of offsets in GPU memory, whose verdict (one integer) is read back.
+// Arrays in a device's memory with their outputs there too (the Python binding's device arrays) are
+// queued on exec.stream and the call returns without waiting for them (report.seconds is then 0):
+// nothing synchronises the device, except the check of offsets in GPU memory, whose verdict (one
+// integer) is read back. Such calls can be captured into a CUDA graph (docs/device.md, "CUDA
+// graphs"): under capture every temporary is a stream-ordered allocation of the graph and nothing
+// is read back (checked offsets are refused with the reason).
 //
 // Errors: std::invalid_argument for arguments that cannot be right (negative sizes, W = 0,
 // decreasing offsets, ...), dtype_error for element types an operator does not take,
@@ -49,11 +53,13 @@ struct dtype_error : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 /// The backend asked for cannot run this job (no CUDA in this build, no such device, a dtype or
-/// shape the GPU does not take); what() says why, `backend` names the backend ("cuda", "cpu").
+/// shape the GPU does not take); what() says why, `backend` names the backend ("cuda", "cpu"),
+/// `dtype` says that the element type is why (the Python package raises TypeError for it).
 struct unsupported_error : std::runtime_error {
-  unsupported_error(std::string_view backend_name, const std::string& why)
-      : std::runtime_error(why), backend(backend_name) {}
+  unsupported_error(std::string_view backend_name, const std::string& why, bool dtype_is_why = false)
+      : std::runtime_error(why), backend(backend_name), dtype(dtype_is_why) {}
   std::string backend;
+  bool dtype = false;
 };
 /// A CUDA call failed; `status` is its cudaError_t as an int.
 struct device_error : std::runtime_error {
@@ -67,16 +73,36 @@ struct device_memory_error : device_error {
 
 // ---- arrays and jobs --------------------------------------------------------------------------------
 
-/// Where an array's memory is.
-enum class memory { host, cuda };
+/// Where an array's memory is: host memory, or the memory of a backend's devices, named by the
+/// backend that reads it in place (memory::of("cuda")). A backend names its memory in the table
+/// (backend::device_memory), so a new kind of device memory needs no edit here.
+class memory {
+ public:
+  constexpr memory() = default;  ///< host memory
+  static constexpr memory host() { return {}; }
+  static constexpr memory of(std::string_view backend_name) {
+    memory m;
+    m.backend_ = backend_name;
+    return m;
+  }
+  constexpr bool is_host() const { return backend_.empty(); }
+  /// The backend whose devices hold it ("" for host memory).
+  constexpr std::string_view backend() const { return backend_; }
+  /// "host memory" or "cuda memory".
+  std::string describe() const { return is_host() ? "host memory" : std::string(backend_) + " memory"; }
+  friend constexpr bool operator==(memory, memory) = default;
+
+ private:
+  std::string_view backend_;
+};
 
 /// A flat, C-order array that a job reads: `count` elements of `type` at `data`.
 struct array_view {
   dtype type = dtype::float32;
   const void* data = nullptr;
   std::int64_t count = 0;
-  memory where = memory::host;
-  int device = 0;  ///< the CUDA device of `data` when where == memory::cuda
+  memory where = memory::host();
+  int device = 0;  ///< the device of `data` (an ordinal of where.backend()) when it is not host memory
 };
 
 /// A flat array that a job writes (allocated by the caller, `count` elements of `type`).
@@ -84,7 +110,7 @@ struct output_view {
   dtype type = dtype::float32;
   void* data = nullptr;
   std::int64_t count = 0;
-  memory where = memory::host;
+  memory where = memory::host();
   int device = 0;
 };
 
@@ -92,6 +118,24 @@ struct output_view {
 /// of an array seen as (outer, length, inner) in C order; consecutive segments of one length;
 /// segments between offsets; every window of W consecutive elements.
 enum class shape_kind { whole, axis, fixed_segments, offsets, window };
+inline constexpr shape_kind all_shape_kinds[] = {shape_kind::whole, shape_kind::axis, shape_kind::fixed_segments,
+                                                 shape_kind::offsets, shape_kind::window};
+constexpr std::string_view to_string(shape_kind s) {
+  switch (s) {
+    case shape_kind::whole: return "whole";
+    case shape_kind::axis: return "axis";
+    case shape_kind::fixed_segments: return "fixed_segments";
+    case shape_kind::offsets: return "offsets";
+    case shape_kind::window: return "window";
+  }
+  return "?";
+}
+/// The shape named `name` (as to_string names it); nullopt otherwise.
+constexpr std::optional<shape_kind> parse_shape(std::string_view name) {
+  for (shape_kind s : all_shape_kinds)
+    if (to_string(s) == name) return s;
+  return std::nullopt;
+}
 
 /// One reduction of an array (flat, C order).
 struct reduce_job {
@@ -102,7 +146,7 @@ struct reduce_job {
   std::int64_t segments = 0;  ///< axis: the product of the axes before it; fixed_segments, offsets: the outputs
   std::int64_t inner = 1;     ///< axis: the product of the axes after it
   const std::int64_t* offsets = nullptr;  ///< offsets: segments + 1 offsets; segment s is [o[s], o[s+1])
-  memory offsets_where = memory::host;    ///< memory::cuda: on the input's GPU (device-memory jobs only)
+  memory offsets_where = memory::host();  ///< or the input's device memory (device-memory jobs only)
   /// The output was made for this call, so a call that throws may leave garbage in it: offsets in
   /// GPU memory are then checked as the reduction reads them, not by a kernel and a wait before.
   bool output_is_new = false;
@@ -193,9 +237,10 @@ struct knn_job : knn_sets {
   bool reverse = false;
   std::int64_t train_chunk = 0;  ///< > 0: stream the training set through the GPU this many rows at a time
 };
-/// The k nearest training descriptors of every query, everything in the memory of one GPU:
+/// The k nearest training descriptors of every query, everything in the memory of one device:
 /// idx and dist are queries x k int32 (-1 past the training set).
 struct knn_device_job : knn_sets {
+  memory where = memory::host();  ///< the device memory that holds every array (memory::of("cuda"), ...)
   std::int32_t* idx = nullptr;
   std::int32_t* dist = nullptr;
 };
@@ -208,18 +253,22 @@ struct knn_result {
 
 // ---- backends and calls -------------------------------------------------------------------------
 
-enum class backend { automatic, cpu, cuda };
-constexpr std::string_view to_string(backend b) {
-  return b == backend::cpu ? "cpu" : b == backend::cuda ? "cuda" : "auto";
-}
-/// "auto", "cpu" or "cuda"; nullopt otherwise.
-std::optional<backend> parse_backend(std::string_view name);
+/// The devices of one backend that a call runs on (ordinals; the first is the one a single-device
+/// job uses). Every job runs on one device today; a set of several is refused with a reason until
+/// a job splits its work (backend::unsupported says so).
+struct device_set {
+  std::vector<int> ordinals{0};
+  int first() const { return ordinals.empty() ? 0 : ordinals.front(); }
+  bool single() const { return ordinals.size() == 1; }
+};
 
 /// Where a call runs.
 struct execution {
-  backend requested = backend::automatic;
-  int device = 0;          ///< CUDA device ordinal
-  void* stream = nullptr;  ///< cudaStream_t for the GPU's work (nullptr: the default stream)
+  /// A backend of the table by name (backend_names() lists them), or "auto": the first backend of
+  /// the table that runs the job on the data where it lives (see backend.hpp).
+  std::string_view backend = "auto";
+  device_set devices;      ///< the backend's devices
+  void* stream = nullptr;  ///< the backend's queue (cudaStream_t; nullptr: the default stream)
   /// Called between pieces with the work done so far and the whole (input elements; for the
   /// matcher, query x training comparisons), on the calling thread; may be empty.
   std::function<void(std::int64_t done, std::int64_t total)> progress;
@@ -227,23 +276,36 @@ struct execution {
 
 /// How a call ran.
 struct report {
-  backend used = backend::cpu;
-  std::string not_cuda;      ///< why the CPU ran although the GPU was not ruled out ("" otherwise)
-  int device = -1;           ///< the GPU's ordinal, when it ran
-  std::string device_name;   ///< the GPU's name, when it ran
-  int cpu_threads = 0;       ///< the CPU's threads, when it ran
-  double seconds = 0;        ///< the algorithm's time: device time by CUDA events, or CPU wall time
-  double transfer_seconds = 0;  ///< host <-> GPU copies
+  std::string backend;       ///< the backend that ran it ("cpu", "cuda", ...)
+  /// "auto": why the backends ahead of it in the table did not run it, in words ("not the GPU: float16
+  /// runs on the CPU backend only"; "" when none was passed over).
+  std::string passed_over;
+  int device = -1;           ///< the device's ordinal, when a device ran it
+  std::string device_name;   ///< the device's name, when a device ran it
+  int cpu_threads = 0;       ///< the CPU's threads, when the CPU ran it
+  double seconds = 0;        ///< the algorithm's time: device time by events, or CPU wall time
+  double transfer_seconds = 0;  ///< host <-> device copies
   std::int64_t bytes_read = 0;     ///< input bytes the algorithm read (offsets included)
   std::int64_t bytes_written = 0;  ///< output bytes it wrote
 };
 
-/// CUDA devices this process sees: 0 without CUDA in this build or without a usable GPU.
+/// The names a call takes as execution::backend: "auto", then the table's backends in order.
+std::vector<std::string> backend_names();
+/// The same, joined: "auto, cuda, cpu".
+std::string backend_list(std::string_view separator = ", ");
+/// Throws std::invalid_argument naming the registered backends unless `name` is one of backend_names().
+void check_backend_name(std::string_view name);
+/// Devices the backend `name` sees (0 for one without devices or not built in).
+int device_count(std::string_view backend_name);
+/// "" when the backend `name` can run the job on `devices`; otherwise why not, in words.
+std::string unsupported_reason(std::string_view backend_name, const reduce_job& job, const device_set& devices = {});
+std::string unsupported_reason_for_statistics(std::string_view backend_name, dtype type, const device_set& devices = {});
+std::string unsupported_reason_for_knn(std::string_view backend_name, int bytes, const device_set& devices = {});
+
+/// What ran a call, in words, as its backend describes the device: "device 0, NVIDIA H200", "2 CPU threads".
+std::string describe_device(const report& r);
+/// CUDA devices this process sees: device_count("cuda").
 int cuda_device_count();
-/// "" when the GPU `device` can run the job; otherwise why not, in words.
-std::string cuda_unsupported_reason(const reduce_job& job, int device);
-std::string cuda_unsupported_reason_for_statistics(dtype type, int device);
-std::string cuda_unsupported_reason_for_knn(int bytes, int device);
 
 /// Runs a reduction into `out` (output_count(job) elements of output_dtype(job)).
 report reduce(const reduce_job& job, const output_view& out, const execution& exec = {});
@@ -261,7 +323,7 @@ std::size_t statistics_bytes(dtype type);
 /// The k nearest neighbours by Hamming distance (the matcher's search; its rules are applied by
 /// multireduce::accept_matches).
 report knn(const knn_job& job, knn_result& out, const execution& exec = {});
-/// The same search with everything on the GPU exec.device (queued on exec.stream, not waited for).
+/// The same search with everything in the memory of one device (queued on exec.stream, not waited for).
 report knn(const knn_device_job& job, const execution& exec = {});
 
 }  // namespace multireduce::runtime

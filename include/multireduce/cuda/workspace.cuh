@@ -41,6 +41,15 @@ class workspace {
   workspace& operator=(workspace&&) noexcept = default;
   cudaStream_t stream() const { return stream_; }
 
+  /// Grows the temporary storage to at least `bytes` now (it only grows). A stream captured into
+  /// a CUDA graph cannot allocate: a workspace used under capture must already hold what its calls
+  /// need -- reserve it, or make each call once before the capture. The captured calls then use
+  /// this storage at every replay (replays of one graph, and eager calls, must not overlap), and
+  /// the kept-zero ticket stays zero from replay to replay.
+  void reserve(std::size_t bytes) { grow(bytes + detail::ticket_bytes); }
+  /// The bytes of temporary storage held now.
+  std::size_t reserved_bytes() const { return storage_.bytes(); }
+
   // ---- results on the host (each call synchronises the stream) --------------------------------
 
   /// op(init, fold of in[0, n)): one kernel launch, then the copy to the host.
@@ -145,28 +154,6 @@ class workspace {
     check(algorithm(storage_.data() + detail::ticket_bytes, available), what);
   }
 
-  // ---- the names of 0.1, for one more release -------------------------------------------------
-
-  template <class It, class Acc, class Op>
-  [[deprecated("use reduce_async (removed after 0.2)")]] void reduce(It in, std::int64_t n, Acc* d_out, Op op, Acc init) {
-    reduce_async(in, n, d_out, op, init);
-  }
-  template <class It, class Out, class OffIt, class Acc, class Op>
-  [[deprecated("use segmented_reduce_async (removed after 0.2)")]] void segmented_reduce(
-      It in, std::int64_t n, Out out, std::int64_t segments, OffIt begin_offsets, OffIt end_offsets, Op op, Acc init) {
-    segmented_reduce_async(in, n, out, segments, begin_offsets, end_offsets, op, init);
-  }
-  template <class It, class Out, class Acc, class Op>
-  [[deprecated("use fixed_segmented_reduce_async (removed after 0.2)")]] void fixed_segmented_reduce(
-      It in, Out out, std::int64_t segments, std::int64_t segment_length, Op op, Acc init) {
-    fixed_segmented_reduce_async(in, out, segments, segment_length, op, init);
-  }
-  template <class It, class Out, class Acc, class Op>
-  [[deprecated("use window_reduce_async (removed after 0.2)")]] std::int64_t window_reduce(
-      It in, std::int64_t n, std::int64_t window, Out out, Op op, Acc init) {
-    return window_reduce_async(in, n, window, out, op, init);
-  }
-
  private:
   // The storage: [ticket region, zero between reductions][general temporary storage]. reduce and
   // statistics get the whole buffer (their ticket is its first piece, 16 bytes) and leave the
@@ -186,6 +173,12 @@ class workspace {
   }
   void grow(std::size_t bytes) {
     if (bytes <= storage_.bytes()) return;
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream_, &capture) == cudaSuccess && capture != cudaStreamCaptureStatusNone)
+      throw error(cudaErrorStreamCaptureUnsupported,
+                  "multireduce::cuda::workspace: the temporary storage must grow to " + std::to_string(bytes) +
+                      " bytes while the stream is captured into a CUDA graph; call reserve() (or the same call once) "
+                      "before the capture");
     check(cudaStreamSynchronize(stream_), "multireduce::cuda::workspace");  // calls in flight may use the old storage
     storage_ = device_buffer<unsigned char>();
     storage_ = device_buffer<unsigned char>(bytes < 2 * detail::ticket_bytes ? 2 * detail::ticket_bytes : bytes);

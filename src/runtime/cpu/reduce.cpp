@@ -1,9 +1,10 @@
-// runtime/cpu_backend.cpp -- the runtime's jobs on the CPU (multireduce::cpu, all cores with
-// OpenMP), with NumPy's result types and values: float sums are NumPy's pairwise sums (pairwise.hpp),
-// an axis other than the last is folded one row after another, as NumPy does. float16 is widened
-// to float32 exactly, reduced in float32, and sum/prod/min/max are rounded back to float16 (to
+// runtime/cpu/reduce.cpp -- reductions on the CPU (multireduce::cpu, all cores with OpenMP), with
+// NumPy's result types and values: float sums are NumPy's pairwise sums (pairwise.hpp), an axis
+// other than the last is folded one row after another, as NumPy does. float16 is widened to
+// float32 exactly, reduced in float32, and sum/prod/min/max are rounded back to float16 (to
 // nearest even). Every job reads its array_source front to back, one piece at a time.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -13,58 +14,13 @@
 #include <multireduce/cpu.hpp>
 #include <multireduce/match/cpu.hpp>
 
-#include "backends.hpp"
-#include "pairwise.hpp"
-#include "pieces.hpp"
+#include "../backend.hpp"
+#include "../pairwise.hpp"
+#include "../pieces.hpp"
+#include "reading.hpp"
 
-namespace multireduce::runtime::backends {
+namespace multireduce::runtime::cpu_backend_detail {
 namespace {
-
-/// The C++ type elements of T are reduced in: float16 as float.
-template <class T>
-using element_t = std::conditional_t<std::is_same_v<T, float16_bits>, float, T>;
-
-/// Elements of a float16 source are widened into a buffer of at most this many floats a piece.
-constexpr std::int64_t widened_piece_max = std::int64_t{1} << 24;
-
-/// Elements per piece when reading `in` as elements of T.
-template <class T>
-std::int64_t piece_cap(const array_source& in) {
-  const std::int64_t cap = std::max<std::int64_t>(in.piece_elements(), pairwise::block);
-  return std::is_same_v<T, float16_bits> ? std::min(cap, widened_piece_max) : cap;
-}
-
-/// Reads pieces of a source as elements of element_t<T>: as they are, or widened from float16.
-template <class T>
-class element_reader {
- public:
-  explicit element_reader(array_source& in) : in_(in) {}
-  const element_t<T>* read(std::int64_t first, std::int64_t n) {
-    const void* p = in_.read(first, n);
-    if constexpr (std::is_same_v<T, float16_bits>) {
-      wide_.resize(static_cast<std::size_t>(n));
-      const auto* h = static_cast<const float16_bits*>(p);
-      MULTIREDUCE_OMP(parallel for if(n > (1 << 16)))
-      for (std::int64_t i = 0; i < n; ++i) wide_[std::size_t(i)] = to_float(h[i]);
-      return wide_.data();
-    } else {
-      return static_cast<const T*>(p);
-    }
-  }
-
- private:
-  array_source& in_;
-  std::vector<float> wide_;
-};
-
-/// Tells exec.progress how far a job is.
-struct progress_report {
-  const execution& exec;
-  std::int64_t total;
-  void operator()(std::int64_t done) const {
-    if (exec.progress) exec.progress(done, total);
-  }
-};
 
 /// Writes accumulators as outputs: as they are (the output's dtype has the accumulator's size:
 /// uint64 integer sums land as int64 with the same bits), or rounded to float16 (Half).
@@ -305,9 +261,10 @@ void reduce_axis(const reduce_job& job, array_source& in, output_sink& out, cons
   });
 }
 
+
 }  // namespace
 
-void cpu_reduce(const reduce_job& job, array_source& in, output_sink& out, const execution& exec) {
+void reduce_on_cpu(const reduce_job& job, array_source& in, output_sink& out, const execution& exec) {
   const progress_report progress{exec, in.count()};
   visit(in.type(), [&](auto element) {
     using T = decltype(element);
@@ -319,54 +276,4 @@ void cpu_reduce(const reduce_job& job, array_source& in, output_sink& out, const
   });
 }
 
-any_statistics cpu_statistics(array_source& in, const execution& exec) {
-  const progress_report progress{exec, in.count()};
-  return visit(in.type(), [&](auto element) -> any_statistics {
-    using T = decltype(element);
-    using E = element_t<T>;
-    const std::int64_t n = in.count(), cap = piece_cap<T>(in);
-    element_reader<T> reader(in);
-    if (n <= cap) {  // one piece: exactly as cpu::statistics computes it
-      const auto s = cpu::statistics(reader.read(0, n), n);
-      progress(n);
-      return s;
-    }
-    statistics_accumulator<E> acc;  // pieces merge in order (Chan et al.)
-    for (std::int64_t first = 0; first < n; first += cap) {
-      const std::int64_t count = std::min(cap, n - first);
-      const auto s = cpu::statistics(reader.read(first, count), count);
-      acc = statistics_accumulator<E>::merge(acc, statistics_accumulator<E>::of_result(s, first));
-      progress(first + count);
-    }
-    return acc.result();
-  });
-}
-
-void cpu_knn(const knn_job& job, knn_result& out, const execution& exec) {
-  // Queries in blocks, so that progress can be told between them.
-  constexpr std::int64_t block = 4096;
-  const std::int64_t total = job.queries * job.trains * (job.reverse ? 2 : 1);
-  const progress_report progress{exec, total};
-  out.idx.assign(std::size_t(job.queries) * std::size_t(job.k), 0);
-  out.dist.assign(out.idx.size(), 0);
-  for (std::int64_t q = 0; q < job.queries; q += block) {
-    const std::int64_t count = std::min(block, job.queries - q);
-    cpu::knn_hamming(job.query + q * job.bytes, count, job.train, job.trains, job.bytes, job.k,
-                     out.idx.data() + q * job.k, out.dist.data() + q * job.k);
-    progress((q + count) * job.trains);
-  }
-  if (job.reverse) {
-    out.reverse_nearest.assign(std::size_t(job.trains), 0);
-    std::vector<std::int32_t> reverse_dist(out.reverse_nearest.size());
-    for (std::int64_t t = 0; t < job.trains; t += block) {
-      const std::int64_t count = std::min(block, job.trains - t);
-      cpu::knn_hamming(job.train + t * job.bytes, count, job.query, job.queries, job.bytes, 1,
-                       out.reverse_nearest.data() + t, reverse_dist.data() + t);
-      progress(job.queries * job.trains + (t + count) * job.queries);
-    }
-  }
-}
-
-int cpu_threads() { return cpu::max_threads(); }
-
-}  // namespace multireduce::runtime::backends
+}  // namespace multireduce::runtime::cpu_backend_detail

@@ -1,0 +1,72 @@
+"""What every call of the package checks first: the backend's name (the runtime's table), integer
+arguments within the range the core takes, numbers that must be numbers, flags that must be bools,
+and the dtypes of results."""
+
+from __future__ import annotations
+
+import functools
+import numbers
+import operator
+
+import numpy as np
+
+from . import _core
+
+# The names backend= takes: "auto", then the runtime's backends in the order "auto" tries them
+# (read once; check_backend() reads the table again before it refuses a name).
+BACKENDS = tuple(_core.backends())
+
+
+def check_backend(backend) -> str:
+    """backend, if it is one of multireduce.backends(); else ValueError naming every one."""
+    if backend in BACKENDS:
+        return backend
+    names = tuple(_core.backends())
+    if isinstance(backend, str) and backend in names:
+        return backend
+    raise ValueError(f"backend must be one of {', '.join(repr(n) for n in names)}, not {backend!r}")
+
+
+def integer(value, name: str) -> int:
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, not a bool")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, not {type(value).__name__}") from None
+
+
+INT64_MAX = (1 << 63) - 1
+INT32_MAX = (1 << 31) - 1
+
+
+def bounded(value, name: str, low: int, high: int) -> int:
+    """An integer argument within [low, high] (the range the compiled core takes); TypeError for
+    what is not an integer, ValueError naming the range otherwise."""
+    v = integer(value, name)
+    if not low <= v <= high:
+        def text(b):
+            return "2**63 - 1" if b == INT64_MAX else "2**31 - 1" if b == INT32_MAX else str(b)
+
+        raise ValueError(f"{name} must be an integer from {text(low)} to {text(high)}, got {v}")
+    return v
+
+
+def real(value, name: str) -> float:
+    """A number argument (int or float, not a string or a bool) as a float; TypeError otherwise."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, not {type(value).__name__}")
+    return float(value)
+
+
+def flag(value, name: str) -> bool:
+    """A True/False argument (a bool or a NumPy bool, not a string or a number); TypeError otherwise."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, not {value!r}")
+    return bool(value)
+
+
+@functools.lru_cache(maxsize=None)
+def result_dtype(op: str, dtype: str) -> str:
+    """The result's dtype name (raises for bad pairs, which are never cached)."""
+    return _core.result_dtype(op, dtype)

@@ -1,0 +1,84 @@
+// runtime/backend.hpp -- what a backend is to the runtime, and the table of backends it reads.
+//
+// A backend runs the runtime's jobs on its devices: the CPU (src/runtime/cpu/), NVIDIA GPUs
+// through CUDA (src/runtime/cuda/). It registers once, in the table (backend_table.cpp), with its
+// name, the device memory it reads in place, the devices it sees and, for every job, whether it
+// runs it and why not. The entry points of runtime.hpp read the table: "auto" takes the first
+// backend in table order that runs the job where its data lives; an unknown name is refused with
+// the list of names; the CLI's --backend, its --help and the Python package's backend= read the
+// same list. Adding a backend: docs/architecture.md, "Adding a backend".
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime.hpp"
+
+namespace multireduce::runtime {
+
+/// Why a backend does not run a job: empty when it does. `dtype`: the element type is why.
+struct refusal {
+  std::string why;
+  bool dtype = false;
+  bool empty() const { return why.empty(); }
+};
+
+class backend {
+ public:
+  virtual ~backend() = default;
+
+  /// The name users type (--backend NAME, backend="NAME").
+  virtual std::string_view name() const = 0;
+  /// What it runs on, in a few words ("NVIDIA GPUs through CUDA"), for --help.
+  virtual std::string_view summary() const = 0;
+  /// What it is in a sentence ("the GPU", "the CPU"): "auto" reports "not the GPU: why".
+  virtual std::string_view noun() const { return name(); }
+  /// The device memory it reads in place (memory::of(name())), or host memory for a backend that
+  /// reads only host memory (the CPU).
+  virtual memory device_memory() const { return memory::host(); }
+  /// Whether "auto" may choose it for data in host memory (a backend of devices that are slower
+  /// than the CPU for reductions says no and runs only when named).
+  virtual bool automatic_for_host_data() const { return true; }
+  /// The devices it sees now (0: none usable, or not built in).
+  virtual int device_count() const = 0;
+  /// A device in words for --timing and --version ("device 0, NVIDIA H200"; "2 CPU threads").
+  virtual std::string describe_device(int ordinal) const = 0;
+
+  /// Empty when it runs the job on `devices`, else why not, in words (a sentence without the
+  /// backend's name: the runtime adds it).
+  virtual refusal unsupported(const reduce_job& job, const device_set& devices) const = 0;
+  virtual refusal unsupported_statistics(dtype type, const device_set& devices) const = 0;
+  virtual refusal unsupported_knn(int bytes, const device_set& devices) const = 0;
+
+  // The jobs, called only where unsupported*() said "". Each fills in the report's device, times and
+  // bytes (the runtime fills in backend, passed_over and bytes_written).
+
+  /// Host data read front to back from a source, outputs to a sink as they are produced.
+  virtual void reduce(const reduce_job& job, array_source& in, output_sink& out, const execution& exec,
+                      report& r) const = 0;
+  virtual void statistics(array_source& in, any_statistics& out, const execution& exec, report& r) const = 0;
+  virtual void knn(const knn_job& job, knn_result& out, const execution& exec, report& r) const = 0;
+
+  /// Arrays of which at least one is in device_memory() (the others in host memory): queued on
+  /// exec.stream where everything is in device memory, else staged. Backends without device
+  /// memory are never asked.
+  virtual void reduce(const reduce_job& job, const output_view& out, const execution& exec, report& r) const;
+  virtual void statistics(const array_view& in, const output_view& out, const execution& exec, report& r) const;
+  virtual void knn(const knn_device_job& job, const execution& exec, report& r) const;
+};
+
+/// The table, in the order "auto" tries the backends: the built-in ones (cuda, cpu), with those
+/// registered at run time where they were put.
+std::vector<const backend*> backends();
+/// The same table as a shared snapshot (what each call of the runtime reads: no copy, no lock).
+std::shared_ptr<const std::vector<const backend*>> backend_table();
+/// Adds `b` (which must outlive every call) to the table at `position` (by default the end: "auto"
+/// then tries it last); throws std::invalid_argument when its name is "auto", empty or taken.
+void register_backend(const backend& b, std::size_t position = std::size_t(-1));
+/// The backend named `name`; throws std::invalid_argument naming every backend when there is none.
+const backend& find_backend(std::string_view name);
+
+}  // namespace multireduce::runtime
