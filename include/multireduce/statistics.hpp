@@ -147,7 +147,7 @@ struct statistics_accumulator {
     r.count = count;
     r.sum = sum;
     const double nan = detail::limits<double>::quiet_NaN();
-    r.mean = count > 0 ? mean : nan;
+    r.mean = count > 0 ? mean_value() : nan;
     r.var = count > 0 ? m2 / static_cast<double>(count) : nan;
     r.std = count > 0 ? std::sqrt(r.var) : nan;
     r.min = min;
@@ -160,6 +160,19 @@ struct statistics_accumulator {
   }
 
  private:
+  /// The mean. Of integers: the integer sum over the count (NumPy's mean of integers, and exact
+  /// while the sum fits its type), not the running mean, which cancels when large values of both
+  /// signs meet (2^63 - 1, 1, -2^63, -1: sum -1, mean -0.25, where the running mean gives 0); the
+  /// running mean only where the sum may have wrapped (|mean x count| of 2^62 and more, 2^63 for
+  /// unsigned types: far above the running mean's error).
+  MULTIREDUCE_HOST_DEVICE double mean_value() const {
+    if constexpr (std::is_integral_v<T>) {
+      constexpr double fits = std::is_signed_v<T> ? 4611686018427387904.0 : 9223372036854775808.0;
+      const double total = mean * static_cast<double>(count);
+      if (total < fits && -total < fits) return static_cast<double>(sum) / static_cast<double>(count);
+    }
+    return mean;
+  }
   MULTIREDUCE_HOST_DEVICE void take_min(T x, std::int64_t index) {
     if (index < 0) return;
     const auto m = multireduce::argmin{}(key_value<T>{min, argmin < 0 ? detail::limits<std::int64_t>::max() : argmin},

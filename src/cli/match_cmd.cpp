@@ -172,8 +172,8 @@ int match_body(const match_options& o) {
       rows[3 * i] = kept[i].query, rows[3 * i + 1] = kept[i].train, rows[3 * i + 2] = kept[i].distance;
     writes.emplace_back(&*output, int32_npy(std::int64_t(kept.size()), 3, rows.data()));
   } else {
-    std::fputs(matches_csv(kept).c_str(), stdout);
-    std::fflush(stdout);
+    print_stdout(matches_csv(kept));
+    flush_stdout();
   }
   for (auto& [file, data] : writes) file->write(data.data(), data.size());
   for (auto& [file, data] : writes) file->commit();
@@ -184,10 +184,10 @@ int match_body(const match_options& o) {
                kept.empty() ? 0.0 : 100.0 * double(inliers) / double(kept.size()), o.inlier_px);
   if (o.backend.timing) {
     const double comparisons = double(nq) * double(nt) * (rule.cross_check ? 2.0 : 1.0);
-    const bool gpu = how.used == runtime::backend::cuda;
-    const std::string why_not = how.not_cuda.empty() ? o.backend.backend : "not the GPU: " + how.not_cuda;
-    fmt::print(stderr, "multireduce match: backend {}: search {:.3f} ms, {:.3g} comparisons/s{}\n",
-               gpu ? "cuda (" + how.device_name + ")" : "cpu (" + why_not + ")", how.seconds * 1e3,
+    const bool gpu = how.device >= 0;
+    const std::string why = how.passed_over.empty() ? "" : "; " + how.passed_over;
+    fmt::print(stderr, "multireduce match: backend {} ({}{}): search {:.3f} ms, {:.3g} comparisons/s{}\n", how.backend,
+               runtime::describe_device(how), why, how.seconds * 1e3,
                how.seconds > 0 ? comparisons / how.seconds : 0.0,
                !gpu ? ""
                : found.streamed_chunk > 0

@@ -1,6 +1,6 @@
 // match_cmd.hpp -- `multireduce match`: brute-force Hamming matching of two .npy descriptor sets
 // (uint8, N x bytes, as OpenCV stores them) on the GPU or the CPU, with the ratio, margin and
-// maximum-distance rules and the cross-check (multireduce/match.hpp).
+// maximum-distance rules and the cross-check (multireduce/match/match.hpp).
 #pragma once
 
 #include <optional>

@@ -2,6 +2,7 @@
 #include "output_file.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -9,9 +10,11 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <utility>
 
@@ -50,7 +53,75 @@ std::string directory_of(const std::string& path) {
   return dir.empty() ? "." : dir;
 }
 
+/// A fresh name for a temporary file next to `name` in `dir`: ".NAME.tmp-PID-N".
+std::string temporary_name(const std::string& dir, const std::string& name) {
+  static std::atomic<unsigned> counter{0};
+  return (fs::path(dir) / ("." + name + ".tmp-" + std::to_string(::getpid()) + "-" +
+                           std::to_string(counter.fetch_add(1))))
+      .string();
+}
+
+/// The path under which the kernel names an open descriptor (linkat names an O_TMPFILE file by it).
+std::string descriptor_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+
+// ---- files removed when a signal ends the process ----------------------------------------------
+// Fixed slots (nothing allocated in the handler): 0 free, 1 being written, 2 listed. The handler
+// unlinks what is listed (unlink is async-signal-safe), then raises the signal again: SA_RESETHAND
+// has put the default action back, and the signal, blocked while the handler runs, ends the process
+// as soon as it returns -- as it would have without the handler.
+struct removal_slot {
+  std::atomic<int> state{0};
+  char path[PATH_MAX] = {};
+};
+constexpr int removal_slots = 32;
+removal_slot removals[removal_slots];
+constexpr int ending_signals[] = {SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTERM, SIGXCPU, SIGXFSZ};
+
+extern "C" void on_ending_signal(int sig) {
+  const int saved_errno = errno;
+  for (const removal_slot& r : removals)
+    if (r.state.load(std::memory_order_acquire) == 2) ::unlink(r.path);
+  ::raise(sig);
+  errno = saved_errno;
+}
+
+void install_removal_handler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction action {};
+    action.sa_handler = on_ending_signal;
+    action.sa_flags = SA_RESETHAND;
+    sigemptyset(&action.sa_mask);
+    for (const int s : ending_signals) sigaddset(&action.sa_mask, s);
+    for (const int s : ending_signals) {
+      struct sigaction now {};
+      if (::sigaction(s, nullptr, &now) != 0) continue;
+      // Ignored from the start (nohup, a background job): it stays ignored. A handler of someone
+      // else's (a program linking this code): theirs.
+      if ((now.sa_flags & SA_SIGINFO) != 0 || now.sa_handler != SIG_DFL) continue;
+      ::sigaction(s, &action, nullptr);
+    }
+  });
+}
+
 }  // namespace
+
+int list_for_removal(const std::string& path) {
+  if (path.empty() || path.size() >= PATH_MAX) return -1;
+  install_removal_handler();
+  for (int i = 0; i < removal_slots; ++i) {
+    int expected = 0;
+    if (!removals[i].state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) continue;
+    std::memcpy(removals[i].path, path.c_str(), path.size() + 1);
+    removals[i].state.store(2, std::memory_order_release);
+    return i;
+  }
+  return -1;
+}
+
+void unlist_for_removal(int handle) {
+  if (handle >= 0 && handle < removal_slots) removals[handle].state.store(0, std::memory_order_release);
+}
 
 output_file::output_file(std::string flag, std::string path) : flag_(std::move(flag)), path_(std::move(path)) {
   const auto fail = [&](const std::string& why) { throw command_error(flag_ + " " + path_ + ": " + why); };
@@ -129,11 +200,13 @@ output_file::~output_file() {
   if (kind_ == kind::descriptor) return;
   if (fd_ >= 0) ::close(fd_);
   if (!temporary_.empty()) ::unlink(temporary_.c_str());
+  unlist_for_removal(listed_);
 }
 
 void output_file::open() {
   if (kind_ == kind::descriptor) {
-    std::fflush(fd_ == 1 ? stdout : fd_ == 2 ? stderr : nullptr);
+    if (fd_ == 1) flush_stdout();  // what was printed before goes first (and must have gone out)
+    else std::fflush(fd_ == 2 ? stderr : nullptr);
     return;
   }
   if (fd_ >= 0) return;
@@ -143,17 +216,26 @@ void output_file::open() {
     if (fd_ < 0) fail("cannot open: " + errno_text(errno));
     return;
   }
-  static std::atomic<unsigned> counter{0};
   const std::string dir = directory_of(target_);
+#ifdef O_TMPFILE
+  // No name at all until the commit, where the file system can: nothing to leave behind whatever
+  // ends the process. linkat names it through /proc/self/fd, so that must be there too.
+  fd_ = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+  if (fd_ >= 0 && ::access(descriptor_path(fd_).c_str(), F_OK) != 0) ::close(std::exchange(fd_, -1));
+  unnamed_ = fd_ >= 0;
+#endif
+  // Else a hidden name, listed for the signal handler before it exists.
   for (int attempt = 0; fd_ < 0; ++attempt) {
-    std::string candidate = (fs::path(dir) / ("." + name_ + ".tmp-" + std::to_string(::getpid()) + "-" +
-                                              std::to_string(counter.fetch_add(1))))
-                                .string();
+    std::string candidate = temporary_name(dir, name_);
+    const int listed = list_for_removal(candidate);
     fd_ = ::open(candidate.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd_ >= 0) {
       temporary_ = std::move(candidate);
-    } else if (errno != EEXIST || attempt > 100) {
-      fail("cannot create a temporary file in '" + dir + "': " + errno_text(errno));
+      listed_ = listed;
+    } else {
+      const int e = errno;
+      unlist_for_removal(listed);
+      if (e != EEXIST || attempt > 100) fail("cannot create a temporary file in '" + dir + "': " + errno_text(e));
     }
   }
   if (keep_mode_ != 0 && ::fchmod(fd_, keep_mode_) != 0) fail("cannot set the permissions: " + errno_text(errno));
@@ -180,10 +262,25 @@ void output_file::commit() {
     return;
   }
   if (::fsync(fd_) != 0) fail("cannot flush: " + errno_text(errno));
+  // An unnamed temporary gets its hidden name now (listed for the signal handler first): rename
+  // replaces the path atomically, linkat cannot.
+  for (int attempt = 0; unnamed_ && temporary_.empty(); ++attempt) {
+    std::string candidate = temporary_name(directory_of(target_), name_);
+    const int listed = list_for_removal(candidate);
+    if (::linkat(AT_FDCWD, descriptor_path(fd_).c_str(), AT_FDCWD, candidate.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+      temporary_ = std::move(candidate);
+      listed_ = listed;
+    } else {
+      const int e = errno;
+      unlist_for_removal(listed);
+      if (e != EEXIST || attempt > 100) fail("cannot name the temporary file: " + errno_text(e));
+    }
+  }
   const int fd = std::exchange(fd_, -1);
   if (::close(fd) != 0) fail("cannot close: " + errno_text(errno));
   if (::rename(temporary_.c_str(), target_.c_str()) != 0) fail("cannot rename the temporary file to it: " + errno_text(errno));
   temporary_.clear();
+  unlist_for_removal(std::exchange(listed_, -1));
 }
 
 struct output_check {
@@ -221,6 +318,44 @@ void write_whole(output_file& out, const void* data, std::size_t bytes) {
   out.open();
   out.write(data, bytes);
   out.commit();
+}
+
+// ---- standard output ------------------------------------------------------------------------------
+
+namespace {
+/// The reason of a failed write to standard output: errno, or (a write that failed earlier
+/// unchecked: the C library keeps only the error flag) no reason.
+[[noreturn]] void standard_output_failed(int e) {
+  throw command_error("writing standard output: " + (e != 0 ? errno_text(e) : std::string("an earlier write failed")));
+}
+}  // namespace
+
+void print_stdout(std::string_view text) {
+  if (text.empty()) return;
+  errno = 0;
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size()) standard_output_failed(errno);
+}
+
+void flush_stdout() {
+  errno = 0;
+  if (std::fflush(stdout) != 0) standard_output_failed(errno);
+  if (std::ferror(stdout) != 0) standard_output_failed(0);
+}
+
+int close_stdout(const char* program, int status) {
+  std::string why;
+  try {
+    flush_stdout();
+  } catch (const command_error& e) {
+    why = e.what();
+  }
+  // A descriptor closed from the start (`>&-`) with nothing written to it is no failure (EBADF).
+  errno = 0;
+  if (std::fclose(stdout) != 0 && why.empty() && errno != EBADF)
+    why = "writing standard output: " + errno_text(errno);
+  if (why.empty() || status != 0) return status;
+  std::fprintf(stderr, "%s: error: %s\n", program, why.c_str());
+  return 1;
 }
 
 }  // namespace multireduce::cli

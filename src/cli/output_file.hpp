@@ -6,7 +6,12 @@
 //  - a regular file, or a name that does not exist yet: written to a temporary file in the same
 //    directory, flushed, and renamed over the path only when the command succeeds (commit): a
 //    failure leaves no half-written file and the old one untouched; the old file's permission bits
-//    are kept;
+//    are kept. The temporary has no name until the commit where the file system can (O_TMPFILE,
+//    named by linkat): then nothing is left behind whatever ends the process, even SIGKILL. Else it
+//    is a hidden ".NAME.tmp-PID-N" next to the path, removed if the command fails and, should
+//    SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTERM, SIGXCPU or SIGXFSZ end the process, by a handler
+//    that then lets the signal end it as it would have (the exit status still names the signal);
+//    a signal the process was started ignoring stays ignored;
 //  - a symbolic link: followed, and its target written as above (the link stays a link);
 //  - "-", /dev/stdout, /dev/stderr, /dev/fd/N: that descriptor, written directly;
 //  - anything else (a device such as /dev/null, a FIFO): opened and written directly.
@@ -15,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "npy/input_file.hpp"
@@ -52,7 +58,9 @@ class output_file {
   kind kind_ = kind::regular;
   std::string target_;       // regular: the file renamed over; special: the path opened
   int fd_ = -1;              // open descriptor (a descriptor output: the process's own)
-  std::string temporary_;    // regular: the temporary file while open
+  std::string temporary_;    // regular: the temporary file's name while open (empty: it has none)
+  int listed_ = -1;          // its place in the list the signal handler removes (-1: none)
+  bool unnamed_ = false;     // regular: an O_TMPFILE temporary, named only at the commit
   unsigned keep_mode_ = 0;   // regular: permission bits of the file replaced (0: a new file)
   npy::file_identity identity_;
   bool has_identity_ = false;
@@ -79,5 +87,27 @@ void check_outputs(const std::vector<const output_file*>& outputs, const std::ve
 
 /// Writes a whole output at once: open, write, commit.
 void write_whole(output_file& out, const void* data, std::size_t bytes);
+
+// ---- files removed when a signal ends the process --------------------------------------------------
+
+/// Lists `path` for removal should SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTERM, SIGXCPU or SIGXFSZ end
+/// the process (installing the handler on first use; output_file lists its named temporaries).
+/// @return the handle for unlist_for_removal, -1 when it could not be listed (no room, a path too long).
+int list_for_removal(const std::string& path);
+void unlist_for_removal(int handle);
+
+// ---- standard output, checked ---------------------------------------------------------------------
+// Results printed to standard output fail like any other output: a full disk, a closed descriptor
+// or a pipe whose reader left (SIGPIPE ignored) is "writing standard output: REASON", exit code 1.
+
+/// Writes `text` to standard output; throws command_error when it cannot.
+void print_stdout(std::string_view text);
+/// Flushes standard output and checks that everything written to it so far went out; throws
+/// command_error when not.
+void flush_stdout();
+/// At the end of main: flushes and closes standard output. A command that succeeded (`status` 0)
+/// but whose output did not all go out fails: "PROGRAM: error: writing standard output: REASON",
+/// @return 1; else @return status.
+int close_stdout(const char* program, int status);
 
 }  // namespace multireduce::cli

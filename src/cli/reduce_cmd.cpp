@@ -59,28 +59,36 @@ std::vector<std::int64_t> read_offsets(const std::string& path) {
 }
 
 /// The outputs of a job as a .npy file, written as they come: the header first (the shape is known
-/// before the first output), then each batch.
+/// before the first output), then each batch -- each once the input file it was made from is known
+/// to be whole (`watch`: the file the job reads, or null).
 class npy_sink final : public rt::output_sink {
  public:
-  npy_sink(output_file& file, rt::dtype type, const std::vector<std::int64_t>& shape, bool fortran_order)
-      : file_(file), size_(rt::size_of(type)) {
+  npy_sink(output_file& file, rt::dtype type, const std::vector<std::int64_t>& shape, bool fortran_order,
+           const npy::input_file* watch)
+      : file_(file), size_(rt::size_of(type)), watch_(watch) {
     const auto header = npy::encode_header(type, shape, fortran_order);
     file_.write(header.data(), header.size());
   }
-  void write(const void* values, std::int64_t n) override { file_.write(values, std::size_t(n) * size_); }
+  void write(const void* values, std::int64_t n) override {
+    if (watch_ != nullptr) watch_->check_intact();
+    file_.write(values, std::size_t(n) * size_);
+  }
 
  private:
   output_file& file_;
   std::size_t size_;
+  const npy::input_file* watch_;
 };
 
 /// The outputs printed one value per line, in C order of the result's shape: as they come, or --
-/// a Fortran-order result of two or more dimensions -- all at the end, transposed.
+/// a Fortran-order result of two or more dimensions -- all at the end, transposed. Each batch once
+/// the input file it was made from is known to be whole (`watch`, as for npy_sink).
 class print_sink final : public rt::output_sink {
  public:
-  print_sink(rt::dtype type, std::vector<std::int64_t> shape, bool fortran_order)
-      : type_(type), shape_(std::move(shape)), hold_(fortran_order) {}
+  print_sink(rt::dtype type, std::vector<std::int64_t> shape, bool fortran_order, const npy::input_file* watch)
+      : type_(type), shape_(std::move(shape)), hold_(fortran_order), watch_(watch) {}
   void write(const void* values, std::int64_t n) override {
+    if (watch_ != nullptr) watch_->check_intact();
     const auto* p = static_cast<const std::byte*>(values);
     if (hold_) {
       held_.insert(held_.end(), p, p + std::size_t(n) * rt::size_of(type_));
@@ -105,13 +113,14 @@ class print_sink final : public rt::output_sink {
         fmt::format_to(std::back_inserter(text), "{}\n", format_value(x));
       }
     });
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    print_stdout({text.data(), text.size()});
   }
 
   rt::dtype type_;
   std::vector<std::int64_t> shape_;
   bool hold_;
   std::vector<std::byte> held_;
+  const npy::input_file* watch_;
 };
 
 /// An array read whole into memory, as a source.
@@ -131,14 +140,30 @@ rt::array_source& source_for(npy::input_file& in, bool c_order_needed, std::uniq
   return held->source;
 }
 
-/// Runs `job` with a progress bar for the input's bytes.
+/// The input file a job reads directly (not a copy in memory), whose data may be cut short under
+/// it: what the sinks and with_progress check before anything made from it leaves (null: none).
+const npy::input_file* watched(const npy::input_file& in, const rt::array_source& source) {
+  return &source == &in ? &in : nullptr;
+}
+
+/// Runs `job` with a progress bar for the input's bytes; then, or when it fails, checks that the
+/// input file it read (`watch`, or null) was not cut short meanwhile -- that is the error to report
+/// then, whatever the job made of it.
 template <class Run>
-rt::report with_progress(const char* label, rt::execution exec, const rt::array_source& in, Run&& run) {
+rt::report with_progress(const char* label, rt::execution exec, const rt::array_source& in,
+                         const npy::input_file* watch, Run&& run) {
   progress_bar bar(label, "B");
   const auto size = static_cast<std::int64_t>(rt::size_of(in.type()));
   exec.progress = [&bar, size](std::int64_t done, std::int64_t total) { bar.update(done * size, total * size); };
-  rt::report r = run(exec);
+  rt::report r;
+  try {
+    r = run(exec);
+  } catch (...) {
+    if (watch != nullptr) watch->check_intact();  // (a CUDA copy may fail on the lost pages instead)
+    throw;
+  }
   bar.finish();
+  if (watch != nullptr) watch->check_intact();
   return r;
 }
 
@@ -211,21 +236,22 @@ int reduce_body(const reduce_options& opts) {
   std::unique_ptr<held_source> held;
   rt::array_source& source =
       source_for(*in, job.shape == rt::shape_kind::whole && rt::info(op).positional, held);
+  const npy::input_file* watch = watched(*in, source);
   rt::report how;
   if (output) {
-    npy_sink sink(*output, result_type, out_shape, out_fortran);
-    how = with_progress("multireduce reduce", opts.backend.execution(), source,
+    npy_sink sink(*output, result_type, out_shape, out_fortran, watch);
+    how = with_progress("multireduce reduce", opts.backend.execution(), source, watch,
                         [&](const rt::execution& exec) { return rt::reduce(job, source, sink, exec); });
     output->commit();
   } else {
-    print_sink sink(result_type, out_shape, out_fortran);
-    how = with_progress("multireduce reduce", opts.backend.execution(), source,
+    print_sink sink(result_type, out_shape, out_fortran, watch);
+    how = with_progress("multireduce reduce", opts.backend.execution(), source, watch,
                         [&](const rt::execution& exec) { return rt::reduce(job, source, sink, exec); });
     sink.finish();
-    std::fflush(stdout);
+    flush_stdout();
   }
   if (opts.backend.timing)
-    print_report("reduce", how, opts.backend.backend == "cpu", clock.seconds(), h.data_bytes(), how.bytes_written);
+    print_report("reduce", how, opts.backend.backend != "auto", clock.seconds(), h.data_bytes(), how.bytes_written);
   return 0;
 }
 
@@ -253,7 +279,7 @@ void print_statistics(const statistics<T>& s, bool json, bool float16) {
     else text += fmt::format("{}: {}\n", fields[i].first, fields[i].second);
   }
   if (json) text += "}\n";
-  std::fputs(text.c_str(), stdout);
+  print_stdout(text);
 }
 
 int stats_body(const stats_options& opts) {
@@ -262,12 +288,12 @@ int stats_body(const stats_options& opts) {
   std::unique_ptr<held_source> held;
   rt::array_source& source = source_for(*in, true, held);
   rt::any_statistics s;
-  const rt::report how = with_progress("multireduce stats", opts.backend.execution(), source,
+  const rt::report how = with_progress("multireduce stats", opts.backend.execution(), source, watched(*in, source),
                                        [&](const rt::execution& exec) { return rt::statistics(source, s, exec); });
   std::visit([&](const auto& result) { print_statistics(result, opts.json, in->info().type == rt::dtype::float16); }, s);
-  std::fflush(stdout);
+  flush_stdout();
   if (opts.backend.timing)
-    print_report("stats", how, opts.backend.backend == "cpu", clock.seconds(), in->info().data_bytes(), 0);
+    print_report("stats", how, opts.backend.backend != "auto", clock.seconds(), in->info().data_bytes(), 0);
   return 0;
 }
 

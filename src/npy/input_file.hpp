@@ -9,6 +9,15 @@
 //    the bytes the header declares, a piece at a time.
 // Big-endian data, and data not aligned to its element size, are converted a piece at a time.
 // Files are opened read-only; nothing here writes.
+//
+// A regular file cut short while it is read (truncated, rewritten in place by another program) is
+// an error, never a crash: reading a mapped page past a file's end raises SIGBUS, in whichever
+// thread touches it (the CPU backend's threads, the CUDA driver copying a piece to the GPU). A
+// SIGBUS handler, installed with the first mapping, maps zero pages over what the file lost and lets
+// the read go on; the input_file then says "PATH: the input shrank while it was read" at its next
+// read and at check_intact(), which the tool calls before any output made from the data leaves it.
+// Each read also compares the file's size with the size it had when it was opened. A fault outside
+// the mappings goes to the handler there was before (or the default action).
 #pragma once
 
 #include <cstdint>
@@ -44,7 +53,14 @@ class input_file final : public runtime::array_source {
   bool is_stream() const { return map_ == nullptr && !regular_; }
 
   std::int64_t piece_elements() const override;
+  /// A piece of the data. A regular file that lost data since it was opened throws error ("PATH:
+  /// the input shrank while it was read") instead; a piece that was handed out already and loses
+  /// its pages to such a cut reads as zeros from then on, and check_intact() says so.
   const void* read(std::int64_t first, std::int64_t n) override;
+  /// Throws error ("PATH: the input shrank while it was read ...") when a regular file is shorter
+  /// than when it was opened, or a piece handed out met the cut (its lost pages read as zeros):
+  /// call it after a job and before its outputs leave. Nothing for a stream (read errors say it).
+  void check_intact() const;
 
   /// The whole array in memory, C order (Fortran-order data transposed), native byte order.
   array read_all();
@@ -62,7 +78,9 @@ class input_file final : public runtime::array_source {
   bool regular_ = false;
   file_identity identity_;
   std::size_t element_size_ = 1;
-  // A mapped regular file.
+  std::uint64_t opened_bytes_ = 0;  // a regular file: its size when opened
+  // A mapped regular file, listed for the SIGBUS handler in slot_ (-1: not listed, read as a stream).
+  int slot_ = -1;
   const std::byte* map_ = nullptr;
   std::size_t map_bytes_ = 0;
   std::size_t released_ = 0;  // bytes at the start of the mapping given back

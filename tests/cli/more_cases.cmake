@@ -76,10 +76,12 @@ multireduce_cli_case(match_missing_file exit "" 0 0 1 "no such file"
                      match @MATCH@/small/nothing.npy @MATCH@/small/train_40x32.npy -o @OUT@)
 
 # Files that are not plain files (standard output, devices, FIFOs, links, pipes), outputs checked
-# before anything is written, hostile numbers and usage: special_files.cmake, one check each.
+# before anything is written, hostile numbers and usage, faults from outside (a full disk, an input
+# cut short while it is read, a signal mid-write): special_files.cmake, one check each.
 foreach(case stdout_dash dev_stdout dev_null symlink stdin_input fifo_input fifo_output endless_inputs
              match_outputs_checked_first match_cross_check_empty_sets match_usage version_and_subcommands
-             bench_outputs_and_exits stats_same_digits float16_prints_as_numpy)
+             bench_outputs_and_exits stats_same_digits float16_prints_as_numpy stdout_full input_shrinks
+             signal_mid_write)
   add_test(NAME ${cli_prefix}cli_files_${case}
            COMMAND ${CMAKE_COMMAND} "-DCLI=$<TARGET_FILE:${cli_target}>" "-DCHECK=$<TARGET_FILE:multireduce_cli_check>"
                    "-DDATA=${CMAKE_CURRENT_SOURCE_DIR}/data" "-DEXPECTED=${CMAKE_CURRENT_SOURCE_DIR}/expected"

@@ -16,9 +16,11 @@ function(run want_rc regex)
                   TIMEOUT 60)
   check_run("${rc}" "${err}" "${want_rc}" "${regex}" "${ARGN}")
 endfunction()
-# shell(rc regex COMMAND): runs a sh command line (CLI, DATA, WORK, F32 in its environment).
+# shell(rc regex COMMAND): runs a sh command line (CLI, DATA, WORK, F32 and FAULTS -- faults.sh --
+# in its environment).
 function(shell want_rc regex line)
   execute_process(COMMAND ${CMAKE_COMMAND} -E env "CLI=${CLI}" "WORK=${WORK}" "F32=${F32}" "DATA=${DATA}"
+                          "FAULTS=${CMAKE_CURRENT_LIST_DIR}/faults.sh"
                           sh -c "${line}" RESULT_VARIABLE rc OUTPUT_FILE "${WORK}/stdout" ERROR_VARIABLE err TIMEOUT 60)
   check_run("${rc}" "${err}" "${want_rc}" "${regex}" "${line}")
 endfunction()
@@ -165,6 +167,50 @@ elseif(CASE STREQUAL "float16_prints_as_numpy")
   if(NOT out STREQUAL "0.6\n0.1\n-3.754\n65500\n0.0001\n")
     message(FATAL_ERROR "float16 printed as\n${out}")
   endif()
+elseif(CASE STREQUAL "stdout_full")
+  # Results printed to a full disk: every printing path fails with the reason, exit code 1.
+  set(full "writing standard output: No space left on device")
+  shell(1 "^multireduce reduce: error: ${full}\n$" "\"$CLI\" reduce \"$F32\" --op sum --window 3 --backend cpu > /dev/full")
+  shell(1 "^multireduce reduce: error: ${full}\n$" "\"$CLI\" reduce \"$F32\" --op sum --backend cpu > /dev/full")
+  # More than the stream's buffer: a write fails before the flush.
+  shell(1 "^multireduce reduce: error: ${full}\n$"
+        "\"$CLI\" reduce \"$DATA/float32_20011.npy\" --op max --window 1 --backend cpu > /dev/full")
+  shell(1 "^multireduce stats: error: ${full}\n$" "\"$CLI\" stats \"$F32\" --backend cpu > /dev/full")
+  shell(1 "^multireduce stats: error: ${full}\n$" "\"$CLI\" stats \"$F32\" --json --backend cpu > /dev/full")
+  shell(1 "^multireduce match: error: ${full}\n" "\"$CLI\" match \"${Q}\" \"${T}\" --backend cpu > /dev/full")
+  shell(1 "^multireduce trace: error: ${full}\n$" "\"$CLI\" trace > /dev/full")
+  shell(1 "^multireduce bench: error: ${full}\n$" "\"$CLI\" bench --list > /dev/full")
+  shell(1 "^multireduce: error: ${full}\n$" "\"$CLI\" --help > /dev/full")
+  shell(1 "^multireduce: error: ${full}\n$" "\"$CLI\" --version > /dev/full")
+  shell(1 "^multireduce: error: ${full}\n$" "\"$CLI\" reduce --help > /dev/full")
+  shell(1 "-o -: cannot write: No space left on device" "\"$CLI\" reduce \"$F32\" --op sum --backend cpu -o - > /dev/full")
+  # Standard output closed from the start, nothing printed to it: no failure.
+  shell(0 "" "\"$CLI\" reduce \"$F32\" --op sum --backend cpu -o \"$WORK/out.npy\" >&-")
+  same_npy("${WORK}/out.npy" "${SUM}")
+  shell(1 "^multireduce trace: error: writing standard output: Bad file descriptor\n$" "\"$CLI\" trace >&-")
+elseif(CASE STREQUAL "input_shrinks")
+  # A regular input cut short while it is read (faults.sh says how the cut lands mid-read).
+  shell(1 "^multireduce reduce: error: big.npy: the input shrank while it was read \\(1000000 bytes now, 268435584 when it was opened\\)\n$"
+        "sh \"$FAULTS\" input_shrinks")
+elseif(CASE STREQUAL "signal_mid_write")
+  # SIGTERM or SIGHUP while -o replaces a file: the old file stays, no temporary file is left, and
+  # the exit status still says which signal ended the tool (sh: 128 + N).
+  foreach(sig_rc IN ITEMS "TERM;143" "HUP;129")
+    list(GET sig_rc 0 sig)
+    list(GET sig_rc 1 want)
+    file(REMOVE_RECURSE "${WORK}")
+    file(MAKE_DIRECTORY "${WORK}")
+    shell(${want} "left in the directory: err in out.npy stdout \n" "sh \"$FAULTS\" signal ${sig}")
+    file(READ "${WORK}/out.npy" old)
+    if(NOT old STREQUAL "old")
+      message(FATAL_ERROR "SIG${sig} mid-write changed out.npy")
+    endif()
+  endforeach()
+  # SIGHUP ignored from the start (nohup): still ignored, the tool finishes and replaces the file.
+  file(REMOVE_RECURSE "${WORK}")
+  file(MAKE_DIRECTORY "${WORK}")
+  shell(0 "left in the directory: err in out.npy stdout \n" "sh \"$FAULTS\" ignored_hup")
+  same_npy("${WORK}/out.npy" "${SUM}")
 else()
   message(FATAL_ERROR "unknown CASE ${CASE}")
 endif()

@@ -974,20 +974,28 @@ TEST(CpuTransformReduce, SeesEveryElementWithItsPosition) {
 }
 
 TEST(CpuStatistics, OneNameOnBothBackends) {
-  // cpu::statistics is cuda::statistics's name; the 0.1 name still works (deprecated).
+  // cpu::statistics is cuda::statistics's name.
   const std::vector<double> xs{3, 1, 2};
   const auto s = cpu::statistics(xs.data(), 3);
   EXPECT_EQ(s.count, 3);
   EXPECT_EQ(s.argmin, 1);
   EXPECT_DOUBLE_EQ(s.mean, 2.0);
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-#endif
-  EXPECT_EQ(cpu::stats(xs.data(), 3).argmax, 0);
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
+  EXPECT_EQ(s.argmax, 0);
+}
+
+TEST(CpuStatistics, TheMeanOfIntegersIsTheirSumOverTheCount) {
+  // Large values of both signs: the running mean cancels to 0, NumPy's mean is sum / count.
+  const std::vector<std::int64_t> xs{std::numeric_limits<std::int64_t>::max(), 1, std::numeric_limits<std::int64_t>::min(), -1};
+  const auto s = cpu::statistics(xs.data(), 4);
+  EXPECT_EQ(s.sum, -1);
+  EXPECT_EQ(s.mean, -0.25);
+  // A sum that wraps (NumPy's int64 sum wraps too): the running mean, not the wrapped sum's.
+  const std::vector<std::int64_t> big{std::int64_t(1) << 62, std::int64_t(1) << 62, std::int64_t(1) << 62, (std::int64_t(1) << 62) + 5};
+  const auto w = cpu::statistics(big.data(), 4);
+  EXPECT_EQ(w.sum, 5);
+  EXPECT_DOUBLE_EQ(w.mean, 4611686018427387904.0);
+  const std::vector<std::uint64_t> u{~std::uint64_t(0), 1, 2};  // the uint64 sum wraps to 2
+  EXPECT_DOUBLE_EQ(cpu::statistics(u.data(), 3).mean, (18446744073709551615.0 + 3) / 3);
 }
 
 }  // namespace

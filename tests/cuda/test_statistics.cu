@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -57,6 +58,17 @@ TEST(CudaDeviceStatistics, MatchesTwoPassReference) {
     mc::workspace ws;
     expect_statistics_of(v, ws.statistics(in.data(), n));
   }
+}
+
+TEST(CudaDeviceStatistics, TheMeanOfIntegersIsTheirSumOverTheCount) {
+  MR_REQUIRE_GPU();
+  // As the CPU backend's: the running mean cancels to 0, the integer sum over the count is -0.25.
+  const std::vector<std::int64_t> v{std::numeric_limits<std::int64_t>::max(), 1, std::numeric_limits<std::int64_t>::min(), -1};
+  auto in = on_device<std::int64_t>(v);
+  mc::workspace ws;
+  const auto s = ws.statistics(in.data(), 4);
+  EXPECT_EQ(s.sum, -1);
+  EXPECT_EQ(s.mean, -0.25);
 }
 
 // Each thread of a full grid folds whole groups of vectors with the next group loading meanwhile

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -519,6 +521,15 @@ void expect_ramp_in_pieces(npy::input_file& file, std::int64_t piece) {
   }
 }
 
+/// The same for the elements before `upto` only.
+void expect_ramp_in_pieces_upto(npy::input_file& file, std::int64_t piece, std::int64_t upto) {
+  for (std::int64_t first = 0; first < upto; first += piece) {
+    const std::int64_t n = std::min(piece, upto - first);
+    const auto* v = static_cast<const float*>(file.read(first, n));
+    for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(v[i], 0.5f * float(first + i)) << "element " << first + i;
+  }
+}
+
 TEST_F(npy_files, input_file_maps_a_regular_file_in_pieces) {
   save_ramp(dir / "r.npy", 1000003);
   auto file = npy::input_file::open((dir / "r.npy").string());
@@ -629,6 +640,120 @@ TEST_F(npy_files, input_file_refuses_endless_and_truncated_streams_at_once) {
     EXPECT_NE(std::string(e.what()).find("truncated data"), std::string::npos) << e.what();
   }
   writer.join();
+}
+
+// ---- input_file: a regular file cut short while it is read (truncate, a rewrite in place) ---------
+
+/// The message of the npy::error `body` throws; fails the test if it throws none.
+template <class F>
+std::string npy_error_of(F&& body) {
+  try {
+    body();
+  } catch (const npy::error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no error";
+  return {};
+}
+
+bool says_shrank(const std::string& message, const fs::path& path) {
+  return message.rfind(path.string() + ": the input shrank while it was read", 0) == 0;
+}
+
+TEST_F(npy_files, input_file_says_when_the_file_was_cut_short_between_pieces) {
+  const fs::path path = dir / "r.npy";
+  save_ramp(path, 3000000);
+  auto file = npy::input_file::open(path.string());
+  expect_ramp_in_pieces_upto(*file, 1000000, 1000000);
+  fs::resize_file(path, 4096);  // as `truncate -s 4096` by another program
+  std::string message = npy_error_of([&] { file->read(1000000, 1000000); });
+  EXPECT_TRUE(says_shrank(message, path)) << message;
+  EXPECT_NE(message.find("4096 bytes now, 12000128 when it was opened"), std::string::npos) << message;
+  message = npy_error_of([&] { file->check_intact(); });
+  EXPECT_TRUE(says_shrank(message, path)) << message;
+  // Read whole (npy::read, and the tool's Fortran-order and offsets files): the same.
+  save_ramp(path, 1000);
+  auto whole = npy::input_file::open(path.string());
+  fs::resize_file(path, 1000);
+  message = npy_error_of([&] { whole->read_all(); });
+  EXPECT_TRUE(says_shrank(message, path)) << message;
+}
+
+TEST_F(npy_files, input_file_reads_zeros_where_a_piece_handed_out_lost_its_pages_and_says_so) {
+  // A piece already handed out to a job (the CPU backend's threads, a copy to the GPU) whose file is
+  // cut under it: reading the lost pages raises SIGBUS. Instead of the process dying, those pages
+  // read as zeros, in every thread, and the input_file says so before any output leaves.
+  const fs::path path = dir / "r.npy";
+  const std::int64_t n = 4 << 20;  // 16 MiB of data
+  save_ramp(path, n);
+  auto file = npy::input_file::open(path.string());
+  const auto* v = static_cast<const float*>(file->read(0, n));
+  ASSERT_EQ(v[n - 1], 0.5f * float(n - 1));
+  EXPECT_NO_THROW(file->check_intact());
+  // Cut to 3/4 (the header is 128 bytes): this thread meets the cut.
+  fs::resize_file(path, 128 + (n / 4 * 3) * 4);
+  const volatile float* at = v;
+  EXPECT_EQ(at[n - 1], 0.0f);  // SIGBUS without the handler
+  EXPECT_EQ(at[n / 4 * 3 - 1], 0.5f * float(n / 4 * 3 - 1)) << "what the file still holds reads as before";
+  // Cut to 1/4: another thread meets it.
+  fs::resize_file(path, 128 + (n / 4) * 4);
+  float seen_by_thread = -1;
+  std::thread reader([&] { seen_by_thread = at[n / 2 + 1234]; });
+  reader.join();
+  EXPECT_EQ(seen_by_thread, 0.0f);
+  EXPECT_EQ(at[n / 4 - 1], 0.5f * float(n / 4 - 1));
+  EXPECT_EQ(at[n / 4], 0.0f);
+  const std::string message = npy_error_of([&] { file->check_intact(); });
+  EXPECT_TRUE(says_shrank(message, path)) << message;
+  // A file that grows back to its size does not undo it: what was read meanwhile was zeros.
+  fs::resize_file(path, 128 + n * 4);
+  EXPECT_TRUE(says_shrank(npy_error_of([&] { file->check_intact(); }), path));
+  EXPECT_TRUE(says_shrank(npy_error_of([&] { file->read(n - 10, 10); }), path));
+}
+
+TEST_F(npy_files, input_file_leaves_other_bus_errors_fatal) {
+  // The handler mends only the mappings of input files: any other SIGBUS ends the process as before.
+  const fs::path path = dir / "other.bin";
+  std::ofstream(path) << std::string(1 << 16, 'x');
+  save_ramp(dir / "r.npy", 100000);
+#ifdef __SANITIZE_ADDRESS__
+  const auto ends_as_without_the_handler = testing::ExitedWithCode(1);  // AddressSanitizer's own report
+  const char* says = "BUS";
+#else
+  const auto ends_as_without_the_handler = testing::KilledBySignal(SIGBUS);
+  const char* says = "";
+#endif
+  EXPECT_EXIT(
+      {
+        auto file = npy::input_file::open((dir / "r.npy").string());  // installs the handler
+        const int fd = ::open(path.c_str(), O_RDONLY);
+        void* p = ::mmap(nullptr, 1 << 16, PROT_READ, MAP_SHARED, fd, 0);
+        if (p == MAP_FAILED) std::_Exit(3);
+        if (::ftruncate(::open(path.c_str(), O_WRONLY), 0) != 0) std::_Exit(4);
+        volatile char c = static_cast<const char*>(p)[40000];
+        (void)c;
+        std::_Exit(0);
+      },
+      ends_as_without_the_handler, says);
+}
+
+TEST_F(npy_files, input_files_past_the_mapping_slots_are_read_as_streams_and_checked_the_same) {
+  // More inputs open at once than the handler lists (64): the rest are read with read(2), where a
+  // cut file is a short read, reported the same way.
+  std::vector<std::unique_ptr<npy::input_file>> files;
+  for (int i = 0; i < 70; ++i) {
+    const fs::path path = dir / ("r" + std::to_string(i) + ".npy");
+    save_ramp(path, 100000);
+    files.push_back(npy::input_file::open(path.string()));
+  }
+  for (auto& f : files) {
+    EXPECT_FALSE(f->is_stream()) << "regular files are read front to back either way";
+    expect_ramp_in_pieces_upto(*f, 10000, 50000);
+  }
+  const fs::path last = dir / "r69.npy";
+  fs::resize_file(last, 128 + 60000 * 4);
+  const std::string message = npy_error_of([&] { files.back()->read(50000, 50000); });
+  EXPECT_TRUE(says_shrank(message, last)) << message;
 }
 
 TEST_F(npy_files, read_all_gives_c_order) {
