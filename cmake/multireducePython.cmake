@@ -6,12 +6,17 @@ if(SKBUILD)
   set(MULTIREDUCE_BUILD_PYTHON ON)
 endif()
 set(MULTIREDUCE_PYTHON OFF)
+set(multireduce_python_off "")
+if(NOT SKBUILD)
+  set(multireduce_python_off ", or build without the module: -DMULTIREDUCE_BUILD_PYTHON=OFF")
+endif()
 if(MULTIREDUCE_BUILD_PYTHON)  # ON or AUTO
   set(Python_FIND_VIRTUALENV FIRST)
-  if(MULTIREDUCE_BUILD_PYTHON STREQUAL "AUTO")
-    find_package(Python 3.9 COMPONENTS Interpreter Development.Module)
-  else()
-    find_package(Python 3.9 REQUIRED COMPONENTS Interpreter Development.Module)
+  find_package(Python 3.9 COMPONENTS Interpreter Development.Module)
+  if(NOT Python_FOUND AND NOT MULTIREDUCE_BUILD_PYTHON STREQUAL "AUTO")
+    message(FATAL_ERROR "multireduce: the Python module needs Python 3.9 or newer with its headers, which were not "
+                        "found. Install them (Debian/Ubuntu: sudo apt-get install python3-dev python3-venv)"
+                        "${multireduce_python_off}.")
   endif()
   if(Python_FOUND)
     execute_process(COMMAND "${Python_EXECUTABLE}" -m nanobind --cmake_dir OUTPUT_VARIABLE multireduce_nanobind_dir
@@ -25,7 +30,10 @@ if(MULTIREDUCE_BUILD_PYTHON)  # ON or AUTO
     message(STATUS "multireduce: no Python module (no Python with nanobind found: "
                    "pip install nanobind numpy pytest into the active environment to build and test it)")
   else()
-    message(FATAL_ERROR "MULTIREDUCE_BUILD_PYTHON=ON needs nanobind for ${Python_EXECUTABLE} (pip install nanobind)")
+    message(FATAL_ERROR "multireduce: the Python module needs nanobind, which ${Python_EXECUTABLE} does not have. "
+                        "Install it: pip install nanobind (into that environment; with pip install . "
+                        "--no-build-isolation, pip install nanobind scikit-build-core numpy first)"
+                        "${multireduce_python_off}.")
   endif()
 endif()
 message(STATUS "multireduce: Python module ${MULTIREDUCE_PYTHON}")

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # count_shfl.sh -- counts the warp-exchange instructions of each window_sums kernel in the SASS of a
-# binary built with the "warp" bench suite (src/bench/bench_warp.cu).
+# binary built with the "warp" bench suite (src/bench/bench_warp.cu): multireduce-bench (a tool
+# built before the benchmarks became a program of their own: multireduce itself).
 #
-# usage: scripts/count_shfl.sh path/to/multireduce
+# usage: scripts/count_shfl.sh path/to/multireduce-bench
 #
 # The kernels' round loop is not unrolled, so a kernel's static count is the count of one pass:
 # 32 windows (64 for online-x2, which reduces two rounds per pass). Expected SHFL per 32 windows
@@ -13,7 +14,7 @@
 set -euo pipefail
 
 if [[ $# -ne 1 || ! -f $1 ]]; then
-  echo "usage: $0 BINARY (the multireduce executable)" >&2
+  echo "usage: $0 BINARY (the multireduce-bench executable)" >&2
   exit 2
 fi
 binary=$1

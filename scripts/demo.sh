@@ -1,15 +1,59 @@
 #!/bin/sh
-# The main job on a fresh clone, in one command: build the tool alone (no tests, so no GoogleTest;
-# with CUDA when nvcc is on PATH), then match the sample image pair's ORB descriptors with OpenCV's
-# ratio test, write the matches to matches.csv and check them against the pair's true homography.
-# Extra arguments go to `multireduce match` (for example --backend cpu).
+# The main job on a fresh clone, in one command: build the tool alone (the CLI and the runtime: no
+# tests, so no GoogleTest, and no benchmarks; with CUDA when nvcc is on PATH), then match the sample
+# image pair's ORB descriptors with OpenCV's ratio test, write the matches to matches.csv and check
+# them against the pair's true homography.
+# Usage: scripts/demo.sh [--cpu-only] [multireduce match options...]
+#   --cpu-only   build without CUDA even where nvcc is on PATH (faster to build; matches on the CPU)
+# Other arguments go to `multireduce match` (for example --backend cpu: a CUDA build matching on the CPU).
 set -eu
 cd "$(dirname "$0")/.."
-cuda=OFF
-if command -v nvcc >/dev/null 2>&1; then cuda=ON; fi
-cmake -S . -B build/demo -G Ninja -DCMAKE_BUILD_TYPE=Release -DMULTIREDUCE_BUILD_TESTS=OFF \
-      -DMULTIREDUCE_ENABLE_CUDA="$cuda" >/dev/null
-cmake --build build/demo --target multireduce_cli
+cpu_only=no
+for arg in "$@"; do
+  if [ "$arg" = --cpu-only ]; then cpu_only=yes; fi
+done
+# The rest, without --cpu-only, for `multireduce match`.
+for arg in "$@"; do
+  shift
+  if [ "$arg" != --cpu-only ]; then set -- "$@" "$arg"; fi
+done
+
+for tool in cmake ninja; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    package=$tool; [ "$tool" = ninja ] && package=ninja-build
+    echo "scripts/demo.sh: $tool not found (Debian/Ubuntu: sudo apt-get install $package)" >&2
+    exit 1
+  fi
+done
+if [ "$cpu_only" = yes ]; then
+  cuda=OFF why="for the CPU only: --cpu-only given"
+elif nvcc=$(command -v nvcc 2>/dev/null); then
+  cuda=ON why="with CUDA: nvcc found at $nvcc"
+  if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+    why="$why (no GPU visible here, so the match runs on the CPU: --cpu-only builds quicker)"
+  fi
+else
+  cuda=OFF why="for the CPU only: no nvcc on PATH"
+fi
+
+started=$(date +%s)
+mkdir -p build/demo
+log=build/demo/configure.log
+if ! cmake -S . -B build/demo -G Ninja -DCMAKE_BUILD_TYPE=Release -DMULTIREDUCE_BUILD_TESTS=OFF \
+           -DMULTIREDUCE_BUILD_PYTHON=OFF -DMULTIREDUCE_ENABLE_CUDA="$cuda" > "$log" 2>&1; then
+  cat "$log" >&2
+  echo "scripts/demo.sh: configuring build/demo failed (above; also in $log)" >&2
+  exit 1
+fi
+echo "scripts/demo.sh: building the multireduce tool $why"
+# One compile per core (Ninja's default runs two more): the runtime's few long compiles then get a
+# core each instead of sharing one, which on 2 cores ends the build sooner.
+jobs=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)}
+if ! cmake --build build/demo --target multireduce_cli --parallel "$jobs"; then
+  [ "$cuda" = ON ] && echo "scripts/demo.sh: the CUDA build failed; scripts/demo.sh --cpu-only builds without CUDA" >&2
+  exit 1
+fi
+echo "scripts/demo.sh: built $why ($(( $(date +%s) - started )) s): build/demo/src/multireduce"
 D=tests/data/match/astronaut_warp
 exec build/demo/src/multireduce match "$D/query_orb256.npy" "$D/train_orb256.npy" --ratio 0.8 -o matches.csv \
      --homography "$D/H.npy" --query-xy "$D/query_orb256_xy.npy" --train-xy "$D/train_orb256_xy.npy" --timing "$@"

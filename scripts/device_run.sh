@@ -7,8 +7,9 @@
 # TESTS picks the tests: all (the default), programs (the GPU test programs alone), slow (the
 # sanitizers, the CLI cases and the consumer alone) or none (SKIP_TESTS=1 says the same); a hung
 # test program is stopped after TEST_TIMEOUT seconds (300). The suite `none` runs no benchmark.
-# BASELINE=path
-# runs every suite with that older `multireduce` binary too, right before this tree's, in the same
+# The benchmarks run as `$BIN/src/multireduce bench SUITE`, which runs $BIN/src/multireduce-bench
+# (staged beside it). BASELINE=path runs every suite with that older `multireduce` binary too (one
+# of this layout with its multireduce-bench beside it), right before this tree's, in the same
 # call (the before/after table of a refactoring). With the segmented suite, CUB 3.1's fixed-size
 # overload is timed too when $CUB_FIXED_BIN (default build/cub31/src/multireduce_bench_cub_fixed,
 # see docs/results.md) was built and carried.
@@ -25,7 +26,8 @@ tests=${TESTS:-all}
 [ -n "${SKIP_TESTS:-}" ] && tests=none
 case "$tests" in all|programs|slow|none) ;; *) echo "TESTS must be all, programs, slow or none" >&2; exit 2 ;; esac
 if [ "$tests" = all ] || [ "$tests" = programs ]; then
-  for t in multireduce_cuda_tests multireduce_cuda_device_tests multireduce_runtime_tests; do
+  for t in multireduce_cuda_tests multireduce_cuda_device_tests multireduce_runtime_tests multireduce_backend_table_tests \
+           multireduce_capture_tests; do
     if [ -x "$bin/tests/$t" ]; then
       timeout "${TEST_TIMEOUT:-300}" "$bin/tests/$t" --gtest_brief=1 > "$out/$t.txt" 2>&1; echo "$t: exit $?"
       grep -E "PASSED|FAILED|SKIPPED" "$out/$t.txt" | tail -n 5
@@ -67,5 +69,5 @@ if [[ " $suites " == *" segmented "* ]] && [ -x "$cub_fixed" ]; then
   cat "$out/bench_cub_fixed.txt"
 fi
 if [[ " $suites " == *" warp "* ]]; then
-  bash scripts/count_shfl.sh "$bin/src/multireduce" > "$out/shfl.txt" 2>&1; tail -n 12 "$out/shfl.txt"
+  bash scripts/count_shfl.sh "$bin/src/multireduce-bench" > "$out/shfl.txt" 2>&1; tail -n 12 "$out/shfl.txt"
 fi

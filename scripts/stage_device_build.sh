@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Copies what scripts/device_run.sh needs out of a build of the default preset: the tool, the GPU
+# Copies what scripts/device_run.sh needs out of a build of the default preset: the tool and the
+# benchmarks beside it (src/multireduce, src/multireduce-bench: `multireduce bench` runs the latter), the GPU
 # test programs and the CLI's NumPy cases (their test file pointed at the copy), host symbols
 # stripped, and packs the copy as build/carry/full.tar.xz (about 32 MB: the device tool carries 64
 # MiB, the copy itself is larger), which scripts/device_check.sh unpacks on the GPU machine.
@@ -9,8 +10,9 @@ from=${1:-build/default}
 to=${2:-build/full}
 rm -rf "$to"
 mkdir -p "$to/src" "$to/tests/cli/out"
-cp "$from/src/multireduce" "$to/src/"
+cp "$from/src/multireduce" "$from/src/multireduce-bench" "$to/src/"
 cp "$from/tests/multireduce_cuda_tests" "$from/tests/multireduce_cuda_device_tests" "$from/tests/multireduce_runtime_tests" \
+   "$from/tests/multireduce_backend_table_tests" "$from/tests/multireduce_capture_tests" \
    "$to/tests/"
 cp "$from/tests/cli/multireduce_cli_check" "$from/tests/cli/multireduce_cli_parts_tests" "$to/tests/cli/"
 # The tests of tests/cli (and the parts' discovered tests), pointed at the copy; the sanitized
@@ -18,7 +20,7 @@ cp "$from/tests/cli/multireduce_cli_check" "$from/tests/cli/multireduce_cli_part
 for f in "$from"/tests/cli/CTestTestfile.cmake "$from"/tests/cli/multireduce_cli_parts_tests*.cmake; do
   sed "s|$PWD/$from/|$PWD/$to/|g" "$f" > "$to/tests/cli/$(basename "$f")"
 done
-strip "$to/src/multireduce" "$to"/tests/multireduce_* "$to"/tests/cli/multireduce_cli_check "$to"/tests/cli/multireduce_cli_parts_tests
+strip "$to/src/multireduce" "$to/src/multireduce-bench" "$to"/tests/multireduce_* "$to"/tests/cli/multireduce_cli_check "$to"/tests/cli/multireduce_cli_parts_tests
 echo "$PWD" > "$to/.staged_from"  # (device_check.sh points the CTest files at its own checkout)
 mkdir -p build/carry
 tar cJf build/carry/full.tar.xz -C "$(dirname "$to")" "$(basename "$to")"

@@ -1,22 +1,31 @@
-// multireduce -- command-line tool: trace the multi-reduction pattern, run the benchmarks, reduce,
-// summarise and match .npy files. Parsing and printing only: the work is src/runtime's and
-// src/bench's.
+// multireduce -- command-line tool: trace the multi-reduction pattern, reduce, summarise and match
+// .npy files, and run the benchmarks (`bench`: the program multireduce-bench, src/bench, beside
+// this one). Parsing and printing only: the work is src/runtime's.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <unistd.h>
 
-#include <limits>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
-#include "bench/bench.hpp"
 #include "command_common.hpp"
 #include "match_cmd.hpp"
+#include "output_file.hpp"
 #include "reduce_cmd.hpp"
 #include "runtime/trace.hpp"
 
 #ifndef MULTIREDUCE_VERSION
 #error "the build defines MULTIREDUCE_VERSION (the project's version)"
+#endif
+#if !defined(MULTIREDUCE_BENCH_PROGRAM) || !defined(MULTIREDUCE_BENCH_TARGET) || !defined(MULTIREDUCE_BUILD_DIR)
+#error "the build defines MULTIREDUCE_BENCH_PROGRAM, MULTIREDUCE_BENCH_TARGET and MULTIREDUCE_BUILD_DIR (src/CMakeLists.txt)"
 #endif
 
 namespace {
@@ -34,10 +43,37 @@ std::string joined(const std::vector<std::string>& names, const char* separator)
   return text;
 }
 
-}  // namespace
+/// `multireduce bench ARGS...`: replaces this process with the benchmarks' program, found in this
+/// program's directory, given ARGS (its exit code is then the command's); @return 1 when it cannot run.
+int run_bench_program(int argc, char** argv) {
+  namespace fs = std::filesystem;
+  std::error_code failed;
+  const fs::path self = fs::read_symlink("/proc/self/exe", failed);  // the file itself, not a link to it
+  const fs::path program = failed ? fs::path(MULTIREDUCE_BENCH_PROGRAM) : self.parent_path() / MULTIREDUCE_BENCH_PROGRAM;
+  std::vector<char*> args{const_cast<char*>(program.c_str())};
+  for (int i = 0; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  std::fflush(nullptr);
+  if (failed) execvp(program.c_str(), args.data());  // no /proc: the one on PATH
+  else execv(program.c_str(), args.data());
+  const int why = errno;
+  if (why == ENOENT) {
+    fmt::print(stderr,
+               "multireduce bench: the benchmarks are a separate program, {}, not built here (there is no {})\n"
+               "  build it with: cmake --build {} --target {}\n",
+               MULTIREDUCE_BENCH_PROGRAM, program.string(), MULTIREDUCE_BUILD_DIR, MULTIREDUCE_BENCH_TARGET);
+  } else {
+    fmt::print(stderr, "multireduce bench: cannot run {}: {}\n", program.string(), std::strerror(why));
+  }
+  return 1;
+}
 
-int main(int argc, char** argv) {
+/// The tool, but for the check that what it printed went out (main).
+int run_tool(int argc, char** argv) {
   namespace cli = multireduce::cli;
+  // The benchmarks are a program of their own, given every argument after `bench` (its --help lists
+  // the suites).
+  if (argc > 1 && std::string_view(argv[1]) == "bench") return run_bench_program(argc - 2, argv + 2);
   CLI::App app{"multireduce: GPU reductions and the multi-reduction pattern"};
   app.set_version_flag("--version", std::string("multireduce ") + MULTIREDUCE_VERSION);
   app.require_subcommand(1);
@@ -55,23 +91,9 @@ int main(int argc, char** argv) {
                    std::string("logical warp size (8): ") + multireduce::runtime::trace_widths_text, 2, 32,
                    "a warp width");
 
-  multireduce::bench::options bench;
-  std::string suite_help = "suite:";
-  for (const auto& s : multireduce::bench::suites())
-    suite_help += fmt::format("\n  {:<11} {}{}", s.name, s.description, s.needs_gpu ? " (GPU)" : " (this machine)");
+  // Listed here for --help and the subcommand names; run_bench_program runs it.
   auto* bench_cmd = app.add_subcommand("bench", "run a benchmark suite, or every suite (verifies every result first)");
-  bench_cmd->add_option("suite", bench.suite, suite_help + "\n(none: every suite, the GPU ones where there is a GPU)");
-  bench_cmd->add_flag("--list", bench.list, "list the suites and exit");
-  bench_cmd->add_option("--json", bench.json_path, "also write the results as JSON to this file (atomically)");
-  bench_cmd->add_option("--csv", bench.csv_path, "also write every table's rows as CSV to this file (atomically)");
-  cli::add_integer(*bench_cmd, "--repetitions", [&bench](std::int64_t v) { bench.repetitions = int(v); },
-                   "timed runs per kernel, the median reported (51)", 1, 100000, "a repetition count");
-  cli::add_integer(*bench_cmd, "--warmup", [&bench](std::int64_t v) { bench.warmup = int(v); },
-                   "untimed runs first (5)", 0, 100000, "a warm-up count");
-  cli::add_integer(*bench_cmd, "--device", [&bench](std::int64_t v) { bench.device = int(v); },
-                   "CUDA device ordinal (0)", 0, std::numeric_limits<int>::max(), "a device number");
-  bench_cmd->add_flag("--quick", bench.quick, "a reduced configuration set");
-  bench_cmd->footer("Exit codes: 0 every result verified, 1 a result wrong or no GPU for a GPU suite, 2 usage errors.");
+  bench_cmd->prefix_command();
 
   cli::reduce_options reduce;
   auto* reduce_cmd = cli::add_reduce_command(app, reduce);
@@ -98,7 +120,18 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version print and exit 0; every usage error exits 2 (CLI11's own codes are 100 and up).
-    return app.exit(e) == 0 ? 0 : 2;
+    // What they print goes through the checked standard output.
+    std::ostringstream out, err;
+    const int code = app.exit(e, out, err);
+    std::fputs(err.str().c_str(), stderr);
+    try {
+      cli::print_stdout(out.str());
+      cli::flush_stdout();
+    } catch (const std::exception& failed) {
+      fmt::print(stderr, "multireduce: error: {}\n", failed.what());
+      return 1;
+    }
+    return code == 0 ? 0 : 2;
   }
   if (*reduce_cmd) return cli::run_reduce(reduce);
   if (*stats_cmd) return cli::run_stats(stats);
@@ -110,9 +143,24 @@ int main(int argc, char** argv) {
                  multireduce::runtime::trace_batches_text, multireduce::runtime::trace_widths_text);
       return 2;
     }
-    fmt::print("{}", multireduce::runtime::trace_table(trace));
-    return 0;
+    return cli::guarded("trace", [&] {
+      cli::print_stdout(multireduce::runtime::trace_table(trace));
+      cli::flush_stdout();
+      return 0;
+    });
   }
-  (void)bench_cmd;
-  return multireduce::bench::run(bench);
+  if (*bench_cmd) {  // not the first word (run_tool took that case first)
+    auto rest = bench_cmd->remaining();
+    std::vector<char*> args;
+    for (auto& a : rest) args.push_back(a.data());
+    return run_bench_program(static_cast<int>(args.size()), args.data());
+  }
+  return 2;  // require_subcommand(1): not reached
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Every path that prints (--help and --version too) ends with standard output checked.
+  return multireduce::cli::close_stdout("multireduce", run_tool(argc, argv));
 }

@@ -1,0 +1,75 @@
+// multireduce-bench -- the benchmark suites (src/bench), a program of their own so that the tool
+// (src/cli) compiles none of their kernels; `multireduce bench ARGS...` runs this program with ARGS.
+// Parsing and printing only: the suites register themselves (bench.hpp).
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include <cstdio>
+#include <limits>
+#include <sstream>
+#include <string>
+
+#include "bench.hpp"
+#include "cli/command_common.hpp"
+#include "cli/output_file.hpp"
+
+#ifndef MULTIREDUCE_VERSION
+#error "the build defines MULTIREDUCE_VERSION (the project's version)"
+#endif
+
+namespace {
+
+/// The program, but for the check that what it printed went out (main).
+int run_bench(int argc, char** argv) {
+  namespace cli = multireduce::cli;
+  // Named as users call it: `multireduce bench` runs this program.
+  CLI::App app{"run a benchmark suite, or every suite (verifies every result first)", "multireduce bench"};
+  app.set_version_flag("--version", std::string("multireduce-bench ") + MULTIREDUCE_VERSION);
+
+  multireduce::bench::options bench;
+  std::string suite_help = "suite:";
+  for (const auto& s : multireduce::bench::suites())
+    suite_help += fmt::format("\n  {:<11} {}{}", s.name, s.description, s.needs_gpu ? " (GPU)" : " (this machine)");
+  app.add_option("suite", bench.suite, suite_help + "\n(none: every suite, the GPU ones where there is a GPU)");
+  app.add_flag("--list", bench.list, "list the suites and exit");
+  app.add_option("--json", bench.json_path, "also write the results as JSON to this file (atomically)");
+  app.add_option("--csv", bench.csv_path, "also write every table's rows as CSV to this file (atomically)");
+  cli::add_integer(app, "--repetitions", [&bench](std::int64_t v) { bench.repetitions = int(v); },
+                   "timed runs per kernel, the median reported (51)", 1, 100000, "a repetition count");
+  cli::add_integer(app, "--warmup", [&bench](std::int64_t v) { bench.warmup = int(v); }, "untimed runs first (5)", 0,
+                   100000, "a warm-up count");
+  cli::add_integer(app, "--device", [&bench](std::int64_t v) { bench.device = int(v); }, "CUDA device ordinal (0)", 0,
+                   std::numeric_limits<int>::max(), "a device number");
+  app.add_flag("--quick", bench.quick, "a reduced configuration set");
+  app.footer("Exit codes: 0 every result verified, 1 a result wrong or no GPU for a GPU suite, 2 usage errors.");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version print and exit 0; every usage error exits 2 (CLI11's own codes are 100 and up).
+    // What they print goes through the checked standard output.
+    std::ostringstream out, err;
+    const int code = app.exit(e, out, err);
+    std::fputs(err.str().c_str(), stderr);
+    try {
+      cli::print_stdout(out.str());
+      cli::flush_stdout();
+    } catch (const std::exception& failed) {
+      fmt::print(stderr, "multireduce bench: error: {}\n", failed.what());
+      return 1;
+    }
+    return code == 0 ? 0 : 2;
+  }
+  const int status = multireduce::bench::run(bench);
+  return status != 0 ? status : cli::guarded("bench", [] {  // its tables: printed unchecked, checked here
+    cli::flush_stdout();
+    return 0;
+  });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Every path that prints (--help and --version too) ends with standard output checked.
+  return multireduce::cli::close_stdout("multireduce bench", run_bench(argc, argv));
+}
