@@ -49,14 +49,16 @@ const backend& for_device_memory(memory where, const execution& exec, Reason&& r
     if (b->device_memory() == where) owner = b;
   if (owner == nullptr)
     throw std::invalid_argument("no backend reads " + where.describe() + " (the backends are " + backend_list() + ")");
-  const std::string readers = "the arrays are in " + where.describe() + ", which only the " +
-                              std::string(owner->name()) + " backend reads";
+  auto readers = [&] {  // (made only for an error: a small call's time is mostly host time)
+    return "the arrays are in " + where.describe() + ", which only the " + std::string(owner->name()) +
+           " backend reads";
+  };
   if (exec.backend != "auto" && exec.backend != owner->name()) {
     check_backend_name(exec.backend);
-    throw unsupported_error(exec.backend, readers);
+    throw unsupported_error(exec.backend, readers());
   }
   if (const refusal no = reason(*owner); !no.empty())
-    throw unsupported_error(owner->name(), no.why + "; " + readers, no.dtype);
+    throw unsupported_error(owner->name(), no.why + "; " + readers(), no.dtype);
   return *owner;
 }
 
