@@ -178,7 +178,9 @@ elseif(CASE STREQUAL "stdout_full")
   shell(1 "^multireduce stats: error: ${full}\n$" "\"$CLI\" stats \"$F32\" --backend cpu > /dev/full")
   shell(1 "^multireduce stats: error: ${full}\n$" "\"$CLI\" stats \"$F32\" --json --backend cpu > /dev/full")
   shell(1 "^multireduce match: error: ${full}\n" "\"$CLI\" match \"${Q}\" \"${T}\" --backend cpu > /dev/full")
-  shell(1 "^multireduce trace: error: ${full}\n$" "\"$CLI\" trace > /dev/full")
+  # (trace runs the emulator, whose swapcontext gets a warning line of its own from ASan in the
+  # sanitized copy: the error is the last line)
+  shell(1 "multireduce trace: error: ${full}\n$" "\"$CLI\" trace > /dev/full")
   shell(1 "^multireduce bench: error: ${full}\n$" "\"$CLI\" bench --list > /dev/full")
   shell(1 "^multireduce: error: ${full}\n$" "\"$CLI\" --help > /dev/full")
   shell(1 "^multireduce: error: ${full}\n$" "\"$CLI\" --version > /dev/full")
@@ -187,7 +189,7 @@ elseif(CASE STREQUAL "stdout_full")
   # Standard output closed from the start, nothing printed to it: no failure.
   shell(0 "" "\"$CLI\" reduce \"$F32\" --op sum --backend cpu -o \"$WORK/out.npy\" >&-")
   same_npy("${WORK}/out.npy" "${SUM}")
-  shell(1 "^multireduce trace: error: writing standard output: Bad file descriptor\n$" "\"$CLI\" trace >&-")
+  shell(1 "multireduce trace: error: writing standard output: Bad file descriptor\n$" "\"$CLI\" trace >&-")
 elseif(CASE STREQUAL "input_shrinks")
   # A regular input cut short while it is read (faults.sh says how the cut lands mid-read).
   shell(1 "^multireduce reduce: error: big.npy: the input shrank while it was read \\(1000000 bytes now, 268435584 when it was opened\\)\n$"
