@@ -43,23 +43,7 @@ int run_bench(int argc, char** argv) {
   app.add_flag("--quick", bench.quick, "a reduced configuration set");
   app.footer("Exit codes: 0 every result verified, 1 a result wrong or no GPU for a GPU suite, 2 usage errors.");
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    // --help and --version print and exit 0; every usage error exits 2 (CLI11's own codes are 100 and up).
-    // What they print goes through the checked standard output.
-    std::ostringstream out, err;
-    const int code = app.exit(e, out, err);
-    std::fputs(err.str().c_str(), stderr);
-    try {
-      cli::print_stdout(out.str());
-      cli::flush_stdout();
-    } catch (const std::exception& failed) {
-      fmt::print(stderr, "multireduce bench: error: {}\n", failed.what());
-      return 1;
-    }
-    return code == 0 ? 0 : 2;
-  }
+  if (const auto code = cli::parse_command_line(app, argc, argv, "multireduce bench")) return *code;
   const int status = multireduce::bench::run(bench);
   return status != 0 ? status : cli::guarded("bench", [] {  // its tables: printed unchecked, checked here
     cli::flush_stdout();

@@ -9,7 +9,9 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <sstream>
 
+#include "output_file.hpp"
 #include "runtime/backend.hpp"
 
 namespace multireduce::cli {
@@ -77,6 +79,26 @@ CLI::Option* add_number(CLI::App& cmd, const std::string& name, std::function<vo
       help);
   option->type_name("NUMBER");
   return option;
+}
+
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, const char* program) {
+  try {
+    app.parse(argc, argv);
+    return std::nullopt;
+  } catch (const CLI::ParseError& e) {
+    // --help and --version print and exit 0; every usage error exits 2 (CLI11's own codes are 100 and up).
+    std::ostringstream out, err;
+    const int code = app.exit(e, out, err);
+    std::fputs(err.str().c_str(), stderr);
+    try {
+      print_stdout(out.str());
+      flush_stdout();
+    } catch (const std::exception& failed) {
+      fmt::print(stderr, "{}: error: {}\n", program, failed.what());
+      return 1;
+    }
+    return code == 0 ? 0 : 2;
+  }
 }
 
 // ---- backend ------------------------------------------------------------------------------------

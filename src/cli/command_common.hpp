@@ -53,6 +53,11 @@ CLI::Option* add_integer(CLI::App& cmd, const std::string& name, std::function<v
 CLI::Option* add_number(CLI::App& cmd, const std::string& name, std::function<void(double)> store,
                         const std::string& help, double least, double most, bool open_below, const std::string& what);
 
+/// Parses the command line. --help and --version print CLI11's text (through the checked standard
+/// output) and give 0, a usage error its message and 2, a failed standard output 1 ("PROGRAM: error:
+/// ..."); nullopt when the command is to run.
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, const char* program);
+
 /// "an integer of at least 1", "an integer from 0 to 7": a range in words.
 std::string range_words(std::int64_t least, std::int64_t most);
 

@@ -116,23 +116,7 @@ int run_tool(int argc, char** argv) {
       return 2;
     }
   }
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    // --help and --version print and exit 0; every usage error exits 2 (CLI11's own codes are 100 and up).
-    // What they print goes through the checked standard output.
-    std::ostringstream out, err;
-    const int code = app.exit(e, out, err);
-    std::fputs(err.str().c_str(), stderr);
-    try {
-      cli::print_stdout(out.str());
-      cli::flush_stdout();
-    } catch (const std::exception& failed) {
-      fmt::print(stderr, "multireduce: error: {}\n", failed.what());
-      return 1;
-    }
-    return code == 0 ? 0 : 2;
-  }
+  if (const auto code = cli::parse_command_line(app, argc, argv, "multireduce")) return *code;
   if (*reduce_cmd) return cli::run_reduce(reduce);
   if (*stats_cmd) return cli::run_stats(stats);
   if (*match_cmd) return cli::run_match(match);
