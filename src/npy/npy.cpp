@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <utility>
 
@@ -311,15 +312,15 @@ std::uint32_t read_le(const std::byte* p, std::size_t n) {
   return v;
 }
 
-std::vector<std::byte> header_named(std::string_view name, dtype type, std::span<const std::int64_t> shape,
-                                    bool fortran_order) {
+std::vector<std::byte> header_named(std::string_view name, std::string_view descr, std::size_t item_size,
+                                    std::span<const std::int64_t> shape, bool fortran_order) {
   for (const std::int64_t d : shape)
     if (d < 0) fail(name, "cannot write shape " + shape_repr(shape) + ": negative dimension");
-  const auto bytes = checked_bytes(shape, size_of(type));
+  const auto bytes = checked_bytes(shape, item_size);
   if (!bytes || static_cast<std::uint64_t>(*bytes) > std::numeric_limits<std::size_t>::max() / 2)
     fail(name, "cannot write shape " + shape_repr(shape) + ": too many elements");
 
-  std::string header = "{'descr': '" + std::string(descr_of(type)) + "', 'fortran_order': " +
+  std::string header = "{'descr': '" + std::string(descr) + "', 'fortran_order': " +
                        (fortran_order ? "True" : "False") + ", 'shape': " + shape_repr(shape) + ", }";
   if (!shape.empty()) {  // NumPy's spare room for growing the first axis in place
     const std::size_t digits = std::to_string(shape.front()).size();
@@ -494,12 +495,45 @@ array parse(std::span<const std::byte> file, std::string_view name) {
   return a;
 }
 
+std::size_t item_size_of(std::string_view descr) {
+  const auto bad = [&](std::string_view why) -> std::size_t {
+    fail("npy::item_size_of", "cannot write dtype '" + printable(descr) + "': " + std::string(why));
+  };
+  if (descr.size() < 3 || std::string_view("<>|=").find(descr[0]) == std::string_view::npos)
+    return bad("not a byte order ('<', '>', '|' or '='), a kind and a size");
+  std::size_t size = 0;
+  for (const char c : descr.substr(2)) {
+    if (c < '0' || c > '9') return bad("the size is not a number");
+    size = size * 10 + static_cast<std::size_t>(c - '0');
+    if (size >= std::size_t{1} << 31) return bad("the size is not below 2**31");
+  }
+  // NumPy's sizes for each kind; strings (S bytes, U UTF-32 code points) and raw bytes (V) take any.
+  const auto one_of = [&](std::initializer_list<std::size_t> sizes) {
+    return std::find(sizes.begin(), sizes.end(), size) != sizes.end();
+  };
+  switch (descr[1]) {
+    case 'b': return one_of({1}) ? size : bad("bool has size 1");
+    case 'i':
+    case 'u': return one_of({1, 2, 4, 8}) ? size : bad("integers have size 1, 2, 4 or 8");
+    case 'f': return one_of({2, 4, 8}) ? size : bad("floats have size 2, 4 or 8");
+    case 'c': return one_of({8, 16}) ? size : bad("complex numbers have size 8 or 16");
+    case 'S':
+    case 'V': return size > 0 ? size : bad("the size is 0");
+    case 'U': return size > 0 ? 4 * size : bad("the size is 0");
+    default: return bad("the kind is not one of b i u f c S U V");
+  }
+}
+
 std::vector<std::byte> encode_header(dtype type, std::span<const std::int64_t> shape, bool fortran_order) {
-  return header_named("npy::encode_header", type, shape, fortran_order);
+  return header_named("npy::encode_header", descr_of(type), size_of(type), shape, fortran_order);
+}
+
+std::vector<std::byte> encode_header(std::string_view descr, std::span<const std::int64_t> shape, bool fortran_order) {
+  return header_named("npy::encode_header", descr, item_size_of(descr), shape, fortran_order);
 }
 
 std::vector<std::byte> encode(dtype type, std::span<const std::int64_t> shape, const void* data) {
-  std::vector<std::byte> out = header_named("npy::encode", type, shape, false);
+  std::vector<std::byte> out = header_named("npy::encode", descr_of(type), size_of(type), shape, false);
   const auto bytes = static_cast<std::size_t>(*checked_bytes(shape, size_of(type)));
   if (bytes > 0 && data == nullptr) fail("npy::encode", "cannot write shape " + shape_repr(shape) + ": data is null");
   const std::size_t prefix = out.size();

@@ -120,6 +120,16 @@ array read(const std::filesystem::path& path);
 ///         starts at a multiple of 64 bytes. Throws error for a negative or overflowing shape.
 std::vector<std::byte> encode_header(dtype type, std::span<const std::int64_t> shape, bool fortran_order = false);
 
+/// @return the bytes of one element of NumPy's dtype string `descr`: a byte order ('<', '>', '|', '='),
+///         a kind and a size ("<i4": 4, "|u1": 1, "<U12": 48, UTF-32 code points). Throws error for
+///         anything else, a size the kind does not have ("<i3") or a size of 2**31 or more.
+std::size_t item_size_of(std::string_view descr);
+
+/// encode_header for any descr that item_size_of accepts, strings ("<U12", "|S5") among them: the
+/// descr is written as given.
+std::vector<std::byte> encode_header(std::string_view descr, std::span<const std::int64_t> shape,
+                                     bool fortran_order = false);
+
 /// @return the bytes of a .npy file holding count(shape) elements of `type` read from `data`
 ///         (native order, C order): encode_header and the data, byte for byte what numpy.save writes.
 std::vector<std::byte> encode(dtype type, std::span<const std::int64_t> shape, const void* data);
