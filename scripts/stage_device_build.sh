@@ -20,6 +20,10 @@ cp "$from/tests/cli/multireduce_cli_check" "$from/tests/cli/multireduce_cli_part
 for f in "$from"/tests/cli/CTestTestfile.cmake "$from"/tests/cli/multireduce_cli_parts_tests*.cmake; do
   sed "s|$PWD/$from/|$PWD/$to/|g" "$f" > "$to/tests/cli/$(basename "$f")"
 done
+# The libraries the tool links that a GPU machine may lack (libzip and SQLite, with theirs), used
+# there only where the tool finds none of its own (scripts/device_match_all.sh).
+mkdir -p "$to/lib"
+ldd "$from/src/multireduce" | awk '/lib(zip|sqlite3|bz2|crypto)\./ {print $3}' | xargs -r -I{} cp -L {} "$to/lib/"
 strip "$to/src/multireduce" "$to/src/multireduce-bench" "$to"/tests/multireduce_* "$to"/tests/cli/multireduce_cli_check "$to"/tests/cli/multireduce_cli_parts_tests
 echo "$PWD" > "$to/.staged_from"  # (device_check.sh points the CTest files at its own checkout)
 mkdir -p build/carry

@@ -7,10 +7,11 @@ on NumPy arrays (on the CPU) and, zero-copy, on CuPy, PyTorch and JAX arrays on 
     >>> float(mr.reduce(x, "sum")), mr.window_reduce(x, 3, "max").tolist()
     (45.0, [2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0])
 
-Functions: reduce, segmented_reduce, window_reduce, statistics, knn_hamming, match, trace,
+Functions: reduce, segmented_reduce, window_reduce, statistics, knn_hamming, match, match_all,
+trace,
 cuda_available, backends (the names backend= takes). Errors: TypeError (dtypes, frameworks),
 ValueError (shapes, arguments), MemoryError (out of GPU memory), multireduce.CudaError (any other
-CUDA failure).
+CUDA failure). multireduce.colmap writes match_all's matches for COLMAP (docs/colmap.md).
 See docs/python.md.
 """
 
@@ -25,16 +26,20 @@ from ._api import (
     trace,
     window_reduce,
 )
-from ._match import knn_hamming, match
+from ._match import MatchAllResult, knn_hamming, match, match_all
+from . import colmap
 from ._core import __version__
 
 __all__ = [
     "CudaError",
     "Statistics",
     "backends",
+    "colmap",
     "cuda_available",
     "knn_hamming",
     "match",
+    "match_all",
+    "MatchAllResult",
     "reduce",
     "segmented_reduce",
     "statistics",

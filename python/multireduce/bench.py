@@ -72,6 +72,7 @@ def cpu_main(args):
             rows.append(dict(case=f"match, ratio 0.8, {len(q)} x {len(t)} {kind}", peer=f"cv2.BFMatcher {cv2.__version__}",
                              peer_us=peer, multireduce_us=ours, speedup=peer / ours,
                              note=f"{len(got)} matches, {os.cpu_count()} CPU threads"))
+        rows.append(collection_row(args, cv2, rng))
     else:
         print("bench: no cv2 (pip install opencv-python-headless) or no sample pair: matcher row left out",
               file=sys.stderr)
@@ -79,6 +80,37 @@ def cpu_main(args):
         print(f"{r['case']:<50} {r['peer']:<24} {r['peer_us']:>12.1f} us {r['multireduce_us']:>12.1f} us "
               f"{r['speedup']:>7.2f}x  {r['note']}")
     return rows
+
+
+def collection_row(args, cv2, rng):
+    """A collection matched on the CPU: 50 images x 2000 random ORB-256 descriptors, every pair, the
+    ratio test (0.8), mr.match_all against cv2.BFMatcher.knnMatch (k = 2) pair by pair; every pair's
+    matches checked equal first."""
+    import os
+
+    images, rows = (10, 500) if args.quick else (50, 2000)
+    descriptors = [rng.integers(0, 256, (rows, 32), dtype=np.uint8) for _ in range(images)]
+    bf = cv2.BFMatcher(cv2.NORM_HAMMING)
+
+    def opencv():
+        found = []
+        for i in range(images):
+            for j in range(i + 1, images):
+                kept = [(m.queryIdx, m.trainIdx, int(m.distance)) for m, n in bf.knnMatch(descriptors[i], descriptors[j], k=2)
+                        if m.distance < 0.8 * n.distance]
+                found.append(np.array(kept, np.int32).reshape(-1, 3))
+        return found
+
+    want = opencv()
+    got = mr.match_all(descriptors, ratio=0.8, backend="cpu")
+    for p, rows_p in enumerate(want):
+        assert np.array_equal(got.matches[got.offsets[p]:got.offsets[p + 1]], rows_p), "matches differ from OpenCV's"
+    peer = wall_median(opencv, runs=3, warmup=0)
+    ours = wall_median(lambda: mr.match_all(descriptors, ratio=0.8, backend="cpu"), runs=3)
+    pairs = images * (images - 1) // 2
+    return dict(case=f"match_all, ratio 0.8, {images} images x {rows} orb256 ({pairs} pairs)",
+                peer=f"cv2.BFMatcher {cv2.__version__} per pair", peer_us=peer, multireduce_us=ours,
+                speedup=peer / ours, note=f"{len(got.matches)} matches, {os.cpu_count()} CPU threads")
 
 
 def event_median(fn, stream, runs=20, warmup=3):

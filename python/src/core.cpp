@@ -3,7 +3,7 @@
 // The compiled core is deliberately small: it takes arrays and jobs as the front's named records
 // (operand_fields, job_fields below), reads them, and runs one runtime job per call with the GIL
 // released. Everything about frameworks (DLPack capsules, streams, allocating results in the
-// input's framework) is the pure-Python front's (python/multireduce/_interop.py), except reading a
+// input's framework) is the pure-Python front's (python/multireduce/_arrays.py and _results.py), except reading a
 // DLPack capsule, which needs its C structs (dlpack_info below).
 //
 // Errors: std::invalid_argument -> ValueError, runtime::dtype_error -> TypeError,
@@ -25,10 +25,9 @@
 #include <tuple>
 #include <vector>
 
-#include <multireduce/match/match.hpp>
-
 #include "runtime/backend.hpp"
 #include "runtime/runtime.hpp"
+#include "records.hpp"
 #include "runtime/trace.hpp"
 
 namespace nb = nanobind;
@@ -148,6 +147,11 @@ rt::op_kind parse_op(std::string_view name) {
   throw std::invalid_argument("op must be one of " + rt::op_names(", ") + ", not '" + std::string(name) + "'");
 }
 
+}  // namespace
+
+// The helpers the matcher's bindings (match.cpp) share (records.hpp).
+namespace multireduce::python_core {
+
 std::string_view text_of(nb::handle h) {
   Py_ssize_t size = 0;
   const char* data = PyUnicode_AsUTF8AndSize(h.ptr(), &size);
@@ -189,16 +193,13 @@ rt::execution execution_of(std::string_view backend, const rt::array_view& x, co
   return exec;
 }
 
-/// (the backend that ran the call, why "auto" passed the ones before it over: "" if none)
-using outcome = std::pair<std::string, std::string>;
 outcome outcome_of(const rt::report& r) { return {r.backend, r.passed_over}; }
 
-/// Runs job() with the GIL released (the arrays are addresses; the records were read before).
-template <class F>
-decltype(auto) without_gil(F&& job) {
-  nb::gil_scoped_release release;
-  return job();
-}
+}  // namespace multireduce::python_core
+
+namespace {
+
+using namespace multireduce::python_core;
 
 // ---- the jobs -----------------------------------------------------------------------------------------
 
@@ -265,66 +266,6 @@ std::pair<std::vector<std::tuple<std::string, std::size_t, std::string>>, std::s
         {"l2", offsetof(S, l2), "float64"}};
     return std::make_pair(fields, sizeof(S));
   });
-}
-
-/// The k-NN search of the operands query against train (uint8 rows of `bytes`): host arrays
-/// (either backend; reverse_out non-zero: also every training row's nearest query, written there)
-/// or arrays in one device's memory (queued on query's stream, not waited for). idx and dist are
-/// (queries, k) int32 arrays in query's memory.
-outcome knn(const nb::tuple& query, const nb::tuple& train, int bytes, int k, std::uintptr_t idx, std::uintptr_t dist,
-            std::uintptr_t reverse_out, const std::string& backend) {
-  const rt::array_view q = array_of(query), t = array_of(train);
-  const rt::execution exec = execution_of(backend, q, query);
-  rt::knn_sets sets;
-  sets.query = static_cast<const std::uint8_t*>(q.data);
-  sets.queries = bytes > 0 ? q.count / bytes : 0;
-  sets.train = static_cast<const std::uint8_t*>(t.data);
-  sets.trains = bytes > 0 ? t.count / bytes : 0;
-  sets.bytes = bytes;
-  sets.k = k;
-  if (!q.where.is_host()) {
-    rt::knn_device_job job{sets};
-    job.where = q.where;
-    job.idx = reinterpret_cast<std::int32_t*>(idx);
-    job.dist = reinterpret_cast<std::int32_t*>(dist);
-    return without_gil([&] { return outcome_of(rt::knn(job, exec)); });
-  }
-  rt::knn_job job{sets};
-  job.reverse = reverse_out != 0;
-  return without_gil([&] {
-    rt::knn_result result;
-    const rt::report r = rt::knn(job, result, exec);
-    const std::size_t n = std::size_t(sets.queries) * std::size_t(k) * sizeof(std::int32_t);
-    if (n > 0) {
-      std::memcpy(reinterpret_cast<void*>(idx), result.idx.data(), n);
-      std::memcpy(reinterpret_cast<void*>(dist), result.dist.data(), n);
-    }
-    if (job.reverse && sets.trains > 0 && !result.reverse_nearest.empty())
-      std::memcpy(reinterpret_cast<void*>(reverse_out), result.reverse_nearest.data(),
-                  std::size_t(sets.trains) * sizeof(std::int32_t));
-    return outcome_of(r);
-  });
-}
-
-/// The matches kept by the rule from host k-NN lists (and the reverse search's nearest queries, or
-/// 0), written as (query, train, distance) rows to `out` (room for `queries` rows); their number.
-std::int64_t accept(std::uintptr_t idx, std::uintptr_t dist, std::int64_t queries, int k, double ratio, int margin,
-                    int max_distance, bool cross_check, std::uintptr_t reverse_nearest, std::uintptr_t out) {
-  const multireduce::match_rule rule{ratio, margin, max_distance, cross_check};
-  const auto kept = multireduce::accept_matches(reinterpret_cast<const std::int32_t*>(idx),
-                                                reinterpret_cast<const std::int32_t*>(dist), queries, k, rule,
-                                                reinterpret_cast<const std::int32_t*>(reverse_nearest));
-  auto* rows = reinterpret_cast<std::int32_t*>(out);
-  for (std::size_t i = 0; i < kept.size(); ++i) {
-    rows[3 * i] = kept[i].query;
-    rows[3 * i + 1] = kept[i].train;
-    rows[3 * i + 2] = kept[i].distance;
-  }
-  return static_cast<std::int64_t>(kept.size());
-}
-
-void check_match_rule(double ratio, int margin, int max_distance, bool cross_check) {
-  multireduce::check_match_rule(multireduce::match_rule{ratio, margin, max_distance, cross_check});
 }
 
 std::string trace(const std::string& algorithm, int batches, int width) {
@@ -396,12 +337,6 @@ NB_MODULE(_core, m) {
   m.def("reduce", &reduce, nb::arg("x"), nb::arg("job"), nb::arg("out"), nb::arg("backend"));
   m.def("statistics", &statistics, nb::arg("x"), nb::arg("out"), nb::arg("backend"));
   m.def("statistics_layout", &statistics_layout, nb::arg("dtype"));
-  m.def("knn", &knn, nb::arg("query"), nb::arg("train"), nb::arg("bytes"), nb::arg("k"), nb::arg("idx"),
-        nb::arg("dist"), nb::arg("reverse_out"), nb::arg("backend"));
-  m.def("accept", &accept, release(), nb::arg("idx"), nb::arg("dist"), nb::arg("queries"), nb::arg("k"),
-        nb::arg("ratio"), nb::arg("margin"), nb::arg("max_distance"), nb::arg("cross_check"),
-        nb::arg("reverse_nearest"), nb::arg("out"));
-  m.def("check_match_rule", &check_match_rule, nb::arg("ratio"), nb::arg("margin"), nb::arg("max_distance"),
-        nb::arg("cross_check"));
+  multireduce::python_core::bind_matcher(m);
   m.def("trace", &trace, nb::arg("algorithm"), nb::arg("batches"), nb::arg("width"));
 }

@@ -537,3 +537,20 @@ def test_checked_offsets_under_capture_are_refused_cupy(rng):
 
 def to_bytes(a):
     return np.asarray(a).tobytes()
+
+
+@pytest.mark.parametrize("fw", FW)
+def test_match_all_on_the_gpu(rng, fw):
+    name, to_device, to_numpy = fw
+    images = [rng.integers(0, 256, (n, 32), dtype=np.uint8) for n in (300, 0, 1, 129, 257, 40)]
+    images[4][:100] = images[0][:100] ^ (rng.random((100, 32)) < 0.02).astype(np.uint8)  # true matches
+    for rule in (dict(ratio=0.8), dict(ratio=0.9, cross_check=True), dict(max_distance=60)):
+        got = mr.match_all([to_device(d) for d in images], **rule)
+        assert all(is_device_array(a, name) for a in got)
+        offsets, matches = to_numpy(got.offsets), to_numpy(got.matches)
+        for p, (i, j) in enumerate(to_numpy(got.pairs)):
+            np.testing.assert_array_equal(matches[offsets[p]:offsets[p + 1]], ref.match(images[i], images[j], **rule))
+        np.testing.assert_array_equal(to_numpy(got.pair(0, 4)), ref.match(images[0], images[4], **rule))
+    # backend "cpu" takes host copies; the same answer in the input's framework
+    got = mr.match_all([to_device(d) for d in images], ratio=0.8, backend="cpu")
+    np.testing.assert_array_equal(to_numpy(got.matches), mr.match_all(images, ratio=0.8).matches)

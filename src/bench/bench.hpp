@@ -32,8 +32,8 @@ struct suite {
 };
 
 /// The suites that need a GPU, registered only in a build with CUDA (a build without says so).
-inline constexpr std::array<std::string_view, 12> gpu_suite_names{
-    "harris", "hip-tutorial", "kepler", "match", "match-huge", "paper", "reduce", "segmented", "shared-vs-warp",
+inline constexpr std::array<std::string_view, 13> gpu_suite_names{
+    "harris", "hip-tutorial", "kepler", "match", "match-all", "match-huge", "paper", "reduce", "segmented", "shared-vs-warp",
     "stats",  "warp",         "window"};
 
 /// Adds a suite; @return true (so that `const bool registered = register_suite(...)` runs it at

@@ -22,16 +22,6 @@ namespace {
 
 namespace mc = multireduce::cuda;
 
-std::vector<std::uint8_t> random_bytes(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 g(seed);
-  std::vector<std::uint8_t> v(n);
-  for (std::size_t i = 0; i < n; i += 8) {
-    const std::uint64_t r = g();
-    for (std::size_t j = 0; j < 8 && i + j < n; ++j) v[i + j] = static_cast<std::uint8_t>(r >> (8 * j));
-  }
-  return v;
-}
-
 /// Checks `check` queries of a search (from `query`; idx/dist on the device, check x k) against the
 /// CPU matcher; prints and returns false on a difference.
 bool verify_against_cpu(const char* what, const std::uint8_t* query, std::int64_t check, const std::uint8_t* train,

@@ -105,6 +105,17 @@ timing time_isolated(Launch&& launch, int warmup, int repetitions) {
 
 /// The device-wide suites' float input: n multiples of 1/8 in [-125, 125] (exact sums for a
 /// long way), from `seed`.
+/// `n` random bytes (descriptors) from `seed`.
+inline std::vector<std::uint8_t> random_bytes(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::vector<std::uint8_t> v(n);
+  for (std::size_t i = 0; i < n; i += 8) {
+    const std::uint64_t r = g();
+    for (std::size_t j = 0; j < 8 && i + j < n; ++j) v[i + j] = static_cast<std::uint8_t>(r >> (8 * j));
+  }
+  return v;
+}
+
 inline std::vector<float> bench_input(std::size_t n, std::uint64_t seed) {
   std::mt19937_64 g(seed);
   std::uniform_int_distribution<int> d(-1000, 1000);

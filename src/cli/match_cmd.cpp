@@ -201,32 +201,36 @@ int match_body(const match_options& o) {
 
 }  // namespace
 
+void add_match_rule_options(CLI::App& cmd, int& k, std::optional<double>& ratio, std::optional<int>& margin,
+                            std::optional<int>& max_distance, bool& cross_check, const char* k_help) {
+  constexpr auto max_int = std::numeric_limits<int>::max();
+  add_integer(cmd, "--k", [&k](std::int64_t v) { k = int(v); }, k_help, 1, match_max_k, "a neighbour count");
+  auto* by_ratio = add_number(
+      cmd, "--ratio", [&ratio](double v) { ratio = v; },
+      "keep a match when nearest < R x second nearest (Lowe's ratio test), 0 < R <= 1", 0, 1, true, "a ratio");
+  auto* by_margin = add_integer(
+      cmd, "--margin", [&margin](std::int64_t v) { margin = int(v); },
+      "keep a match when second nearest - nearest > M bits (the paper's rule)", 0, max_int, "a margin in bits");
+  auto* by_distance = add_integer(
+      cmd, "--max-distance", [&max_distance](std::int64_t v) { max_distance = int(v); },
+      "keep a match when nearest <= D bits", 0, max_int, "a distance in bits");
+  by_ratio->excludes(by_margin)->excludes(by_distance);
+  by_margin->excludes(by_distance);
+  cmd.add_flag("--cross-check", cross_check, "keep a match only when the query is its train's nearest query too");
+}
+
 CLI::App* add_match_command(CLI::App& app, match_options& opts) {
   auto* cmd = app.add_subcommand("match", "brute-force Hamming matching of binary descriptors (.npy, uint8 rows)");
   cmd->add_option("query", opts.query, "query descriptors: a (N, bytes) uint8 .npy (bytes a multiple of 4)")->required();
   cmd->add_option("train", opts.train, "training descriptors: a (M, bytes) uint8 .npy of the same width")->required();
   constexpr auto max = std::numeric_limits<std::int64_t>::max();
-  constexpr auto max_int = std::numeric_limits<int>::max();
-  add_integer(
-      *cmd, "--k", [&opts](std::int64_t v) { opts.k = int(v); }, "neighbours listed per query (default 2)", 1,
-      match_max_k, "a neighbour count");
-  auto* ratio = add_number(
-      *cmd, "--ratio", [&opts](double v) { opts.ratio = v; },
-      "keep a match when nearest < R x second nearest (Lowe's ratio test), 0 < R <= 1", 0, 1, true, "a ratio");
-  auto* margin = add_integer(
-      *cmd, "--margin", [&opts](std::int64_t v) { opts.margin = int(v); },
-      "keep a match when second nearest - nearest > M bits (the paper's rule)", 0, max_int, "a margin in bits");
-  auto* max_distance = add_integer(
-      *cmd, "--max-distance", [&opts](std::int64_t v) { opts.max_distance = int(v); },
-      "keep a match when nearest <= D bits", 0, max_int, "a distance in bits");
-  ratio->excludes(margin)->excludes(max_distance);
-  margin->excludes(max_distance);
+  add_match_rule_options(*cmd, opts.k, opts.ratio, opts.margin, opts.max_distance, opts.cross_check,
+                         "neighbours listed per query (default 2)");
   add_integer(
       *cmd, "--train-chunk", [&opts](std::int64_t v) { opts.train_chunk = v; },
       "stream the training set through the GPU this many rows at a time (default: only when it does not fit in the "
       "free GPU memory)",
       1, max, "a row count");
-  cmd->add_flag("--cross-check", opts.cross_check, "keep a match only when the query is its train's nearest query too");
   cmd->add_option("-o,--output", opts.output,
                   "write the accepted matches to this .csv (query,train,distance) or .npy (int32, M x 3), atomically "
                   "(- or a device/FIFO: directly, CSV unless --format npy); without -o they are printed as CSV");

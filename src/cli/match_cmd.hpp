@@ -29,6 +29,11 @@ struct match_options {
   double inlier_px = 3;
 };
 
+/// The matcher's rule options, shared by `match` and `match-all`: --k (k_help says what it lists),
+/// --ratio, --margin, --max-distance (each excluding the others) and --cross-check.
+void add_match_rule_options(CLI::App& cmd, int& k, std::optional<double>& ratio, std::optional<int>& margin,
+                            std::optional<int>& max_distance, bool& cross_check, const char* k_help);
+
 /// Adds the `match` subcommand to `app`, parsing into `opts` (which must outlive the parse).
 CLI::App* add_match_command(CLI::App& app, match_options& opts);
 

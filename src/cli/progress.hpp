@@ -31,14 +31,15 @@ class progress_bar {
   progress_bar(const progress_bar&) = delete;
   progress_bar& operator=(const progress_bar&) = delete;
 
-  /// `done` of `total` units so far. Draws only after `delay` and at most every `interval`.
-  void update(std::int64_t done, std::int64_t total) {
+  /// `done` of `total` units so far (`note`, if any, after the percentage: "12/45 pairs"). Draws
+  /// only after `delay` and at most every `interval`.
+  void update(std::int64_t done, std::int64_t total, const std::string& note = "") {
     if (!enabled_) return;
     const clock::time_point t = now_();
     if (t - start_ < delay || (drawn_ && t - last_ < interval)) return;
     last_ = t;
     drawn_ = true;
-    out_("\r" + line(done, total, std::chrono::duration<double>(t - start_).count()) + "\033[K");
+    out_("\r" + line(done, total, std::chrono::duration<double>(t - start_).count(), note) + "\033[K");
   }
   /// Clears the bar (if it was drawn): what follows on stderr starts on a clean line.
   void finish() {
@@ -47,13 +48,13 @@ class progress_bar {
   }
 
   /// The bar's text: "multireduce reduce [######        ]  43%  1.21 GB/s  ETA 3s".
-  std::string line(std::int64_t done, std::int64_t total, double seconds) const {
+  std::string line(std::int64_t done, std::int64_t total, double seconds, const std::string& note = "") const {
     constexpr int width = 24;
     const double fraction = total > 0 ? std::clamp(double(done) / double(total), 0.0, 1.0) : 0.0;
     const int filled = static_cast<int>(fraction * width);
     const double rate = seconds > 0 ? double(done) / seconds : 0.0;
     std::string text = label_ + " [" + std::string(std::size_t(filled), '#') + std::string(std::size_t(width - filled), ' ') +
-                       "] " + fixed(100 * fraction, 0) + "%  " + scaled(rate, unit_) + "/s";
+                       "] " + fixed(100 * fraction, 0) + "%  " + (note.empty() ? "" : note + "  ") + scaled(rate, unit_) + "/s";
     if (rate > 0 && done < total) text += "  ETA " + duration(double(total - done) / rate);
     return text;
   }

@@ -61,6 +61,10 @@ class backend {
                       report& r) const = 0;
   virtual void statistics(array_source& in, any_statistics& out, const execution& exec, report& r) const = 0;
   virtual void knn(const knn_job& job, knn_result& out, const execution& exec, report& r) const = 0;
+  /// Every pair of a collection (its rows in host memory, or in device_memory()), refused where
+  /// unsupported_knn refuses the width; each pair's matches to `done` as they are ready.
+  virtual void match_collection(const collection_job& job, const pair_matches_callback& done, const execution& exec,
+                                report& r) const = 0;
 
   /// Arrays of which at least one is in device_memory() (the others in host memory): queued on
   /// exec.stream where everything is in device memory, else staged. Backends without device

@@ -345,6 +345,27 @@ report knn(const knn_job& job, knn_result& out, const execution& exec) {
   return r;
 }
 
+report match_collection(const collection_job& job, const pair_matches_callback& done, const execution& exec) {
+  check_match_rule(job.rule);
+  check_collection(job.collection, job.pairs, job.k);
+  const auto refuses = [&](const backend& c) { return c.unsupported_knn(job.collection.bytes, exec.devices); };
+  report r;
+  const backend& b = job.where.is_host() ? for_host_data(exec, refuses, r) : for_device_memory(job.where, exec, refuses);
+  r.backend = b.name();
+  // Progress: the comparisons of the pairs handed out so far.
+  std::int64_t total = 0, done_so_far = 0;
+  for (const image_pair& p : job.pairs) total += job.collection.rows_of(p.first) * job.collection.rows_of(p.second);
+  const pair_matches_callback counted = [&](std::int64_t pair, std::span<const match> kept) {
+    done(pair, kept);
+    const image_pair p = job.pairs[std::size_t(pair)];
+    done_so_far += job.collection.rows_of(p.first) * job.collection.rows_of(p.second);
+    if (exec.progress) exec.progress(done_so_far, total);
+  };
+  b.match_collection(job, counted, exec, r);
+  r.bytes_read = job.collection.total_rows() * job.collection.bytes;
+  return r;
+}
+
 }  // namespace multireduce::runtime
 
 namespace multireduce::runtime {

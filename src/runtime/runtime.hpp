@@ -39,6 +39,7 @@
 #include <variant>
 #include <vector>
 
+#include <multireduce/match/collection.hpp>
 #include <multireduce/statistics.hpp>
 
 #include "dtype.hpp"
@@ -251,6 +252,20 @@ struct knn_result {
   std::int64_t device_bytes = 0;           ///< GPU memory the search allocated
 };
 
+/// A collection of images matched pair by pair (the collection matcher, match/collection.hpp):
+/// every pair as the matcher's search and rules would match it. The rows are in host memory, or
+/// all in `where` (a backend's device memory).
+struct collection_job {
+  descriptor_collection collection;
+  std::span<const image_pair> pairs;
+  int k = 2;
+  match_rule rule;
+  memory where = memory::host();
+  /// GPU: device bytes to use (0: most of the free memory); less than the collection forces the
+  /// image blocks. The CPU takes no budget.
+  std::size_t memory_budget = 0;
+};
+
 // ---- backends and calls -------------------------------------------------------------------------
 
 /// The devices of one backend that a call runs on (ordinals; the first is the one a single-device
@@ -325,5 +340,8 @@ std::size_t statistics_bytes(dtype type);
 report knn(const knn_job& job, knn_result& out, const execution& exec = {});
 /// The same search with everything in the memory of one device (queued on exec.stream, not waited for).
 report knn(const knn_device_job& job, const execution& exec = {});
+/// Matches every pair of a collection, handing each pair's matches to `done` (on this thread) as
+/// they are ready; exec.progress, if set, hears the comparisons done after each pair.
+report match_collection(const collection_job& job, const pair_matches_callback& done, const execution& exec = {});
 
 }  // namespace multireduce::runtime

@@ -6,6 +6,7 @@
 #include <multireduce/cuda.cuh>
 #include <multireduce/cuda_lane.cuh>
 #include <multireduce/match/cpu.hpp>
+#include <multireduce/match/collection_cuda.cuh>
 #include <multireduce/match/cuda.cuh>
 #include <multireduce/multireduce.hpp>
 
@@ -18,4 +19,8 @@ void instantiate(const float* in, float* out, const std::int64_t* offsets, std::
   ws.window_reduce_async(in, n, 1000, out, multireduce::minimum{}, 1.0f);
   (void)ws.statistics(in, n);
   multireduce::cuda::knn_hamming_async(ws, q, n, q, n, 32, 2, idx, idx);
+  const std::int64_t offsets_of_two[] = {0, n / 2, n};
+  const multireduce::image_pair pair[] = {{0, 1}};
+  multireduce::cuda::match_collection(ws, {q, offsets_of_two, 32}, pair, 2, {.ratio = 0.8},
+                                      [](std::int64_t, std::span<const multireduce::match>) {});
 }

@@ -54,6 +54,10 @@ class fake_backend final : public rt::backend {
   void knn(const rt::knn_job&, rt::knn_result&, const rt::execution&, rt::report&) const override {
     throw std::logic_error("never asked: it refuses the search");
   }
+  void match_collection(const rt::collection_job&, const multireduce::pair_matches_callback&, const rt::execution&,
+                        rt::report&) const override {
+    throw std::logic_error("never asked: it refuses the search");
+  }
   using backend::knn;
   using backend::statistics;
 };

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <vector>
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && \
@@ -17,6 +18,7 @@
 #endif
 
 #include "../cpu/detail/parallel.hpp"
+#include "collection.hpp"
 #include "match.hpp"
 
 namespace multireduce {
@@ -126,7 +128,8 @@ inline void knn_hamming(const std::uint8_t* query, std::int64_t queries, const s
   constexpr std::int64_t query_block = 64, train_block = 1024;
   const int words = (bytes + 7) / 8;  // rows widened to whole 64-bit words (zero padding)
   const std::int64_t blocks = (queries + query_block - 1) / query_block;
-  MULTIREDUCE_OMP(parallel for schedule(dynamic, 1))
+  // Called from a parallel region (the collection matcher's, or the caller's own): this thread alone.
+  MULTIREDUCE_OMP(parallel for schedule(dynamic, 1) if(!omp_in_parallel()))
   for (std::int64_t b = 0; b < blocks; ++b) {
     const std::int64_t q0 = b * query_block, q1 = std::min(queries, q0 + query_block);
     std::vector<detail::top_k> best(static_cast<std::size_t>(q1 - q0), detail::top_k{k, {}, {}, 0});
@@ -189,6 +192,45 @@ inline std::vector<match> match_descriptors(const std::uint8_t* query, std::int6
   if (knn_idx) *knn_idx = std::move(idx);
   if (knn_dist) *knn_dist = std::move(dist);
   return kept;
+}
+
+/// Matches every pair of a collection (host rows) as match_descriptors would and hands each
+/// pair's matches to `done` (on this thread) when they are ready. With many pairs, every core
+/// matches whole pairs (its searches on that core alone), a batch of pairs at a time, each batch
+/// handed out in pair order; with fewer pairs than twice the cores, one pair after the other, each
+/// with all cores.
+inline void match_collection(const descriptor_collection& c, std::span<const image_pair> pairs, int k,
+                             const match_rule& rule, const pair_matches_callback& done) {
+  check_match_rule(rule);
+  check_collection(c, pairs, k);
+  if ((rule.ratio > 0 || rule.margin >= 0) && k < 2) throw std::invalid_argument("the ratio and margin tests need k >= 2");
+  auto match_pair = [&](std::size_t p) {
+    const image_pair q = pairs[p];
+    return match_descriptors(c.image(q.first), c.rows_of(q.first), c.image(q.second), c.rows_of(q.second), c.bytes, k,
+                             rule);
+  };
+  const std::size_t threads = static_cast<std::size_t>(max_threads());
+  if (pairs.size() < 2 * threads) {
+    for (std::size_t p = 0; p < pairs.size(); ++p) done(static_cast<std::int64_t>(p), match_pair(p));
+    return;
+  }
+  const std::size_t batch = 16 * threads;
+  std::vector<std::vector<match>> kept(batch);
+  for (std::size_t first = 0; first < pairs.size(); first += batch) {
+    const auto count = static_cast<std::int64_t>(std::min(batch, pairs.size() - first));
+    bool out_of_memory = false;
+    MULTIREDUCE_OMP(parallel for schedule(dynamic, 1))
+    for (std::int64_t i = 0; i < count; ++i) {
+      try {
+        kept[std::size_t(i)] = match_pair(first + std::size_t(i));
+      } catch (const std::bad_alloc&) {  // (the arguments were checked: nothing else throws)
+        MULTIREDUCE_OMP(atomic write)
+        out_of_memory = true;
+      }
+    }
+    if (out_of_memory) throw std::bad_alloc();
+    for (std::int64_t i = 0; i < count; ++i) done(static_cast<std::int64_t>(first) + i, kept[std::size_t(i)]);
+  }
 }
 
 }  // namespace cpu

@@ -113,6 +113,11 @@ class cpu_runtime_backend final : public backend {
     r.bytes_read = (job.queries + job.trains) * job.bytes;
     r.bytes_written = 2 * job.queries * job.k * 4;
   }
+  void match_collection(const collection_job& job, const pair_matches_callback& done, const execution&,
+                        report& r) const override {
+    if (!job.where.is_host()) throw std::invalid_argument("the CPU backend matches collections in host memory");
+    timed(r, [&] { cpu::match_collection(job.collection, job.pairs, job.k, job.rule, done); });
+  }
   using backend::knn;
   using backend::reduce;
   using backend::statistics;

@@ -4,7 +4,7 @@
 // offsets) and window reduce of float32, float64, int32 and int64 with sum, min or max; the
 // matcher's search for descriptors of up to match_max_bytes. Every job makes its device current
 // and gives the caller's back when it returns; the jobs themselves are in reduce.cu,
-// statistics.cu and knn.cu.
+// statistics.cu, knn.cu and collection.cu.
 #include <string>
 
 #include <multireduce/match/cuda.cuh>
@@ -72,6 +72,10 @@ class cuda_runtime_backend final : public backend {
   }
   void knn(const knn_job& job, knn_result& out, const execution& exec, report& r) const override {
     on_gpu(exec, r, [&] { knn_host(job, out, exec, r); });
+  }
+  void match_collection(const collection_job& job, const pair_matches_callback& done, const execution& exec,
+                        report& r) const override {
+    on_gpu(exec, r, [&] { collection_on_gpu(job, done, exec, r); });
   }
   void reduce(const reduce_job& job, const output_view& out, const execution& exec, report& r) const override {
     on_gpu(exec, r, [&] { reduce_arrays(job, out, exec, r); });

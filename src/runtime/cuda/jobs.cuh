@@ -1,5 +1,5 @@
 // runtime/cuda/jobs.cuh -- the CUDA backend's jobs, one family a file: reduce.cu (whole arrays,
-// segments, windows), statistics.cu, knn.cu. Each job has one form, queued on the caller's stream
+// segments, windows), statistics.cu, knn.cu, collection.cu. Each job has one form, queued on the caller's stream
 // with every array in GPU memory; arrays in host memory are the same job with staging around it
 // (copies in and out, waited for), and a host source is the same job piece by piece.
 #pragma once
@@ -30,5 +30,6 @@ void statistics_source(array_source& in, any_statistics& out, const execution& e
 
 void knn_arrays(const knn_device_job& job, const execution& exec, report& r);
 void knn_host(const knn_job& job, knn_result& out, const execution& exec, report& r);
+void collection_on_gpu(const collection_job& job, const pair_matches_callback& done, const execution& exec, report& r);
 
 }  // namespace multireduce::runtime::cuda_backend_detail

@@ -23,6 +23,9 @@ class cuda_unavailable final : public backend {
   void reduce(const reduce_job&, array_source&, output_sink&, const execution&, report&) const override { refuse(); }
   void statistics(array_source&, any_statistics&, const execution&, report&) const override { refuse(); }
   void knn(const knn_job&, knn_result&, const execution&, report&) const override { refuse(); }
+  void match_collection(const collection_job&, const pair_matches_callback&, const execution&, report&) const override {
+    refuse();
+  }
   using backend::knn;
   using backend::reduce;
   using backend::statistics;

@@ -193,7 +193,7 @@ inline cudaError_t knn_hamming_batched(void* temp_storage, std::size_t& temp_byt
         reinterpret_cast<const std::uint32_t*>(pair.query), reinterpret_cast<const std::uint32_t*>(pair.train),
         reinterpret_cast<std::uint64_t*>(partials), pair.idx, pair.dist, static_cast<std::int32_t>(pair.queries),
         static_cast<std::int32_t>(pair.trains), static_cast<std::int32_t>(pair.first_train_index), plan.query_blocks,
-        plan.slices, static_cast<std::int32_t>(blocks), pair.merge ? 1 : 0};
+        plan.slices, static_cast<std::int32_t>(blocks), pair.merge ? 1 : 0, nullptr};
     partials += plan.partial_bytes;
     blocks += pair_blocks;
     if (pair.queries > most_queries) most_queries = pair.queries;

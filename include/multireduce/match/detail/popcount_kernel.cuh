@@ -35,7 +35,7 @@ __global__ void __launch_bounds__(knn_tuning::popcount_block_threads)
 #pragma unroll
     for (int m = 0; m < M; ++m) q[i][m] = descriptor_word(query, queries, words, group_first + i, member + 8 * m);
   std::int64_t begin, end;
-  slice_rows(trains, at.slice, p.slices, begin, end);
+  slice_rows(p, at.slice, begin, end);
   key_list<Kcap> best;
   best.clear();
   std::int32_t threshold = no_limit;

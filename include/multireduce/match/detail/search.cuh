@@ -76,14 +76,19 @@ struct knn_problem {
   std::int32_t query_blocks, slices;
   std::int32_t first_block;
   std::int32_t merge;  // the finish merges with the lists already in idx/dist
+  /// Null: the slices cut the training rows evenly. Else slice s is rows [slice_bounds[2s],
+  /// slice_bounds[2s + 1]) of `train` (device memory): the collection matcher's slices are its
+  /// training images, so each slice's partial lists are one image pair's k-NN lists.
+  const std::int64_t* slice_bounds;
 };
 
-/// The problems of one launch, a kernel parameter (under the portable 4 KB).
+/// The problems of one launch, a kernel parameter (under the portable 4 KB: 48 x 80 bytes).
 inline constexpr int knn_launch_capacity = 48;
 struct knn_launch {
   knn_problem problem[knn_launch_capacity];
   int count;
 };
+static_assert(sizeof(knn_launch) <= 4096, "the table of searches must fit the portable kernel parameter space");
 
 /// Where a block works: its problem, its block of queries and its training slice (slices are the
 /// slow index, so the blocks running together share training rows in L2).
@@ -118,11 +123,14 @@ __device__ __forceinline__ void store_list(std::uint64_t* partials, std::int64_t
   for (int j = 0; j < Kcap; ++j) to[j] = list.key[j];
 }
 
-/// The training rows of slice `slice` out of `slices`: [begin, end).
-__device__ __forceinline__ void slice_rows(std::int64_t trains, int slice, int slices, std::int64_t& begin,
-                                           std::int64_t& end) {
-  begin = trains * slice / slices;
-  end = trains * (slice + 1) / slices;
+/// The training rows of slice `slice` of problem p: [begin, end).
+__device__ __forceinline__ void slice_rows(const knn_problem& p, int slice, std::int64_t& begin, std::int64_t& end) {
+  if (p.slice_bounds != nullptr) {
+    begin = p.slice_bounds[2 * slice], end = p.slice_bounds[2 * slice + 1];
+    return;
+  }
+  begin = std::int64_t(p.trains) * slice / p.slices;
+  end = std::int64_t(p.trains) * (slice + 1) / p.slices;
 }
 
 }  // namespace detail

@@ -50,7 +50,7 @@ __global__ void __launch_bounds__(knn_tuning::tensor_block_threads)
   const knn_problem& p = launch.problem[at.problem];
   const std::uint32_t* query = p.query;
   const std::uint32_t* train = p.train;
-  const std::int64_t queries = p.queries, trains = p.trains;
+  const std::int64_t queries = p.queries;
   cuda_lane lane;
   const int g = lane.id() >> 2, t = lane.id() & 3;
   const std::int64_t warp_first = std::int64_t(at.query_block) * block_queries + lane.warp_id() * 16 * Mt;
@@ -82,7 +82,7 @@ __global__ void __launch_bounds__(knn_tuning::tensor_block_threads)
     for (int h = 0; h < 2; ++h) best[mt][h].clear(), limit[mt][h] = no_limit - query_popc[mt][h];
 
   std::int64_t begin, end;
-  slice_rows(trains, at.slice, p.slices, begin, end);
+  slice_rows(p, at.slice, begin, end);
   // Thread r copies row r of a tile into buffer `buf` with cp.async (zeros past the slice's end
   // and the row's words), so the next tile arrives while this one is searched.
   static_assert(knn_tuning::tensor_block_threads == tile);

@@ -44,4 +44,20 @@ struct knn_tuning {
   }
 };
 
+/// The GPU collection matcher's rounds (match/collection_cuda.cuh). Its searches take the tensor
+/// kernel's shapes above, with m_tiles chosen on queries x training images (the lists a launch fills).
+///  - round_rows = 2^22: pair-query rows a round searches (the lists, the rules' rows and their
+///    compaction): 512 pairs of 8192-row images, launches of thousands of blocks while the round
+///    before is read back; a round's buffers (about 90 bytes a row at k = 2) stay under half a GiB.
+///    Not tuned: no run with another value is recorded.
+///  - round_pairs = 8192: the most pairs a round takes (the accept kernel's grid.y, a search's
+///    slices); not tuned.
+///  - accept_threads = 256: the accept kernel's block; not tuned (it reads each list once).
+///  - free_memory_share = 0.8: the budget when none is given, of the free GPU memory; not tuned.
+struct collection_tuning {
+  static constexpr std::int64_t round_rows = std::int64_t(1) << 22;
+  static constexpr int round_pairs = 8192, accept_threads = 256;
+  static constexpr double free_memory_share = 0.8;
+};
+
 }  // namespace multireduce::cuda::detail

@@ -1,0 +1,126 @@
+// The GPU collection matcher (cuda::match_collection, match/collection_cuda.cuh) against an
+// independent bit-by-bit reference: every pair's matches, both kernels, every rule, images of 0, 1
+// and k - 1 descriptors and around the tiles' edges, every pair / a list / sequential, the rows on
+// the host or already on the GPU, and the image blocks forced by a small memory budget with many
+// small rounds. Random inputs from logged seeds. Skipped without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <multireduce/match/collection_cuda.cuh>
+
+#include "../common/collection_reference.hpp"
+#include "../common/device_test.cuh"
+
+namespace mr_test {
+namespace {
+
+namespace mr = multireduce;
+namespace mc = multireduce::cuda;
+
+/// Runs the GPU matcher and checks that every pair is handed out once, equal to the reference.
+void expect_gpu_matches_reference(const test_collection& c, const mr::descriptor_collection& view,
+                                  const std::vector<mr::image_pair>& pairs, int k, const mr::match_rule& rule,
+                                  const mc::collection_options& options) {
+  mc::workspace ws;
+  std::vector<int> handed(pairs.size(), 0);
+  mr::collection_collector collector(pairs.size());
+  mc::match_collection(ws, view, pairs, k, rule,
+                       [&](std::int64_t p, std::span<const mr::match> kept) {
+                         ++handed[std::size_t(p)];
+                         collector(p, kept);
+                       },
+                       options);
+  for (std::size_t p = 0; p < pairs.size(); ++p) ASSERT_EQ(handed[p], 1) << "pair " << p;
+  const mr::collection_matches found = collector.take();
+  for (std::size_t p = 0; p < pairs.size(); ++p) {
+    SCOPED_TRACE("pair " + std::to_string(pairs[p].first) + " " + std::to_string(pairs[p].second));
+    const auto got = found.pair(std::int64_t(p));
+    ASSERT_EQ(std::vector<mr::match>(got.begin(), got.end()), reference_pair_matches(c, pairs[p], k, rule));
+  }
+}
+
+const mr::match_rule rules[] = {
+    {}, {.ratio = 0.8}, {.margin = 2}, {.max_distance = 100}, {.ratio = 0.9, .cross_check = true}, {.cross_check = true},
+};
+
+TEST(CudaCollection, EveryPairEqualsTheReference) {
+  MR_REQUIRE_GPU();
+  // 0, 1 and k - 1 rows; around the 128-row training tiles and the 128/256-query blocks.
+  const std::vector<std::int64_t> sizes = {0, 1, 2, 127, 129, 40, 255, 257, 7};
+  for (int bytes : {32, 64}) {
+    for (bool sparse : {false, true}) {
+      const test_collection c = random_collection(
+          sizes, bytes, seed_for(("gpu collection " + std::to_string(bytes) + (sparse ? " sparse" : "")).c_str()),
+          sparse);
+      for (auto path : {mc::match_path::tensor_core, mc::match_path::popcount}) {
+        for (const auto& rule : rules) {
+          for (int k : {1, 2, 3}) {
+            if ((rule.ratio > 0 || rule.margin >= 0) && k < 2) continue;
+            SCOPED_TRACE("bytes " + std::to_string(bytes) + " k " + std::to_string(k) + " ratio " +
+                         std::to_string(rule.ratio) + " margin " + std::to_string(rule.margin) + " cross " +
+                         std::to_string(rule.cross_check) + (path == mc::match_path::popcount ? " popcount" : ""));
+            expect_gpu_matches_reference(c, c.view(), mr::all_pairs(std::int64_t(sizes.size())), k, rule,
+                                         {.path = path});
+          }
+        }
+      }
+      expect_gpu_matches_reference(c, c.view(), mr::sequential_pairs(std::int64_t(sizes.size()), 3), 2,
+                                   {.ratio = 0.8}, {});
+      expect_gpu_matches_reference(c, c.view(), {{4, 8}, {0, 6}, {2, 3}, {1, 7}, {3, 4}}, 2,
+                                   {.ratio = 0.8, .cross_check = true}, {});
+    }
+  }
+}
+
+TEST(CudaCollection, ImageBlocksAndSmallRoundsGiveTheSameMatches) {
+  MR_REQUIRE_GPU();
+  std::vector<std::int64_t> sizes;
+  for (int n = 0; n < 14; ++n) sizes.push_back(n == 5 ? 0 : 60 + 37 * (n % 5));
+  const test_collection c = random_collection(sizes, 32, seed_for("gpu collection blocks"), false);
+  const auto pairs = mr::all_pairs(std::int64_t(sizes.size()));
+  // Rounds of at most 300 query rows (at least the largest image's 208), and a budget that leaves
+  // room for about three images' rows at a time: many image blocks, each j block passing through.
+  const std::size_t round_bytes = 300 * mc::detail::round_bytes_per_row(2, true);
+  for (std::size_t for_rows : {std::size_t(3 * 208 * 32), std::size_t(7 * 208 * 32)}) {
+    SCOPED_TRACE("rows budget " + std::to_string(for_rows));
+    const mc::collection_options options{.memory_budget = round_bytes + for_rows, .round_rows = 300};
+    expect_gpu_matches_reference(c, c.view(), pairs, 2, {.ratio = 0.8}, options);
+    expect_gpu_matches_reference(c, c.view(), pairs, 2, {.ratio = 0.9, .cross_check = true}, options);
+  }
+  // A budget too small for the largest image: a clear error, nothing handed out.
+  mc::workspace ws;
+  EXPECT_THROW(mc::match_collection(ws, c.view(), pairs, 2, {.ratio = 0.8},
+                                    [](std::int64_t, std::span<const mr::match>) { FAIL() << "handed out a pair"; },
+                                    {.memory_budget = 4096, .round_rows = 300}),
+               mc::error);
+}
+
+TEST(CudaCollection, RowsAlreadyOnTheGpu) {
+  MR_REQUIRE_GPU();
+  const std::vector<std::int64_t> sizes = {100, 3, 250, 0, 64};
+  const test_collection c = random_collection(sizes, 32, seed_for("gpu collection device rows"), true);
+  auto rows = on_device(c.rows);
+  mr::descriptor_collection on_gpu = c.view();
+  on_gpu.rows = rows.data();
+  expect_gpu_matches_reference(c, on_gpu, mr::all_pairs(std::int64_t(sizes.size())), 2, {.ratio = 0.8}, {});
+  expect_gpu_matches_reference(c, on_gpu, mr::all_pairs(std::int64_t(sizes.size())), 1, {.cross_check = true}, {});
+}
+
+TEST(CudaCollection, BadArgumentsAreRefusedBeforeAnyWork) {
+  MR_REQUIRE_GPU();
+  const test_collection c = random_collection({3, 4}, 32, seed_for("gpu collection refusals"), false);
+  mc::workspace ws;
+  const auto none = [](std::int64_t, std::span<const mr::match>) { FAIL() << "handed out a pair"; };
+  const std::vector<mr::image_pair> self = {{1, 1}}, outside = {{0, 2}};
+  EXPECT_THROW(mc::match_collection(ws, c.view(), self, 2, {}, none), std::invalid_argument);
+  EXPECT_THROW(mc::match_collection(ws, c.view(), outside, 2, {}, none), std::invalid_argument);
+  const test_collection wide = random_collection({3, 4}, 132, seed_for("gpu collection wide"), false);
+  const std::vector<mr::image_pair> one = {{0, 1}};
+  EXPECT_THROW(mc::match_collection(ws, wide.view(), one, 2, {}, none), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace mr_test
