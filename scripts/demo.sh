@@ -1,11 +1,12 @@
 #!/bin/sh
 # The main job on a fresh clone, in one command: build the tool alone (the CLI and the runtime: no
-# tests, so no GoogleTest, and no benchmarks; with CUDA when nvcc is on PATH), then match the sample
-# image pair's ORB descriptors with OpenCV's ratio test, write the matches to matches.csv and check
-# them against the pair's true homography.
-# Usage: scripts/demo.sh [--cpu-only] [multireduce match options...]
+# tests, so no GoogleTest, and no benchmarks; with CUDA when nvcc is on PATH), then match every pair
+# of the sample collection (8 views of one image, ORB descriptors) with OpenCV's ratio test, write
+# the matches to matches.npz and to a new COLMAP database, matches.db (images, cameras, keypoints,
+# matches), and check them against the views' true homographies.
+# Usage: scripts/demo.sh [--cpu-only] [multireduce match-all options...]
 #   --cpu-only   build without CUDA even where nvcc is on PATH (faster to build; matches on the CPU)
-# Other arguments go to `multireduce match` (for example --backend cpu: a CUDA build matching on the CPU).
+# Other arguments go to `multireduce match-all` (for example --backend cpu: a CUDA build matching on the CPU).
 set -eu
 cd "$(dirname "$0")/.."
 cpu_only=no
@@ -54,6 +55,8 @@ if ! cmake --build build/demo --target multireduce_cli --parallel "$jobs"; then
   exit 1
 fi
 echo "scripts/demo.sh: built $why ($(( $(date +%s) - started )) s): build/demo/src/multireduce"
-D=tests/data/match/astronaut_warp
-exec build/demo/src/multireduce match "$D/query_orb256.npy" "$D/train_orb256.npy" --ratio 0.8 -o matches.csv \
-     --homography "$D/H.npy" --query-xy "$D/query_orb256_xy.npy" --train-xy "$D/train_orb256_xy.npy" --timing "$@"
+# The database is made anew each time (--image-size makes a new one and refuses to replace a file).
+rm -f matches.db
+exec build/demo/src/multireduce match-all tests/data/match/collection --ratio 0.8 -o matches.npz \
+     --colmap-db matches.db --image-size 512 512 --homographies tests/data/match/collection_homographies.npy \
+     --timing "$@"
