@@ -220,9 +220,10 @@ int match_all_body(const match_all_options& o) {
   runtime::execution exec = o.backend.execution();
   progress_bar bar("multireduce match-all", "comparisons");
   std::int64_t pairs_done = 0;
-  exec.progress = [&](std::int64_t done, std::int64_t total) {
-    bar.update(done, total, fmt::format("{}/{} pairs", ++pairs_done, pairs.size()));
-  };
+  if (bar.enabled())  // (a terminal: the pairs' count is formatted only where the bar is drawn)
+    exec.progress = [&](std::int64_t done, std::int64_t total) {
+      bar.update(done, total, fmt::format("{}/{} pairs", ++pairs_done, pairs.size()));
+    };
   collection_collector collector(pairs.size());
   const runtime::report how = runtime::match_collection(job, collector.callback(), exec);
   bar.finish();
@@ -326,8 +327,9 @@ CLI::App* add_match_all_command(CLI::App& app, match_all_options& opts) {
   cmd->footer(
       "Pair (i, j), i < j in name order, is matched as `match i.npy j.npy` would: image i's descriptors are the\n"
       "queries. Without an output option, prints each pair's match count as CSV. A pair listed twice in --pairs\n"
-      "(either order) is matched once. Exit codes: 0 done, 1 bad data or options that do not fit the data,\n"
-      "2 usage errors.");
+      "(either order) is matched once. COLMAP's mapper reads verified matches: after --colmap-db run\n"
+      "`colmap geometric_verifier` (or matches_importer with --colmap-txt); docs/colmap.md says more.\n"
+      "Exit codes: 0 done, 1 bad data or options that do not fit the data, 2 usage errors.");
   return cmd;
 }
 

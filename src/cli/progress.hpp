@@ -31,6 +31,8 @@ class progress_bar {
   progress_bar(const progress_bar&) = delete;
   progress_bar& operator=(const progress_bar&) = delete;
 
+  /// Whether it draws at all (stderr a terminal, by default).
+  bool enabled() const { return enabled_; }
   /// `done` of `total` units so far (`note`, if any, after the percentage: "12/45 pairs"). Draws
   /// only after `delay` and at most every `interval`.
   void update(std::int64_t done, std::int64_t total, const std::string& note = "") {
