@@ -72,13 +72,7 @@ collection_rows read_collection(const collection_folder& folder) {
   collection_rows c;
   std::string first_path;
   for (const auto& path : folder.descriptors) {
-    const npy::array a = npy::read(path);
-    if (a.type != npy::dtype::uint8 || a.shape.size() != 2)
-      throw command_error(fmt::format("{}: descriptors must be a 2-d uint8 array (rows of bytes), got {} of shape {}",
-                                      path.string(), npy::name_of(a.type), shape_string(a.shape)));
-    if (a.shape[1] <= 0 || a.shape[1] % 4 != 0)
-      throw command_error(fmt::format("{}: the descriptor width must be a positive multiple of 4 bytes, got {}",
-                                      path.string(), a.shape[1]));
+    const npy::array a = read_descriptors(path.string());
     if (c.bytes == 0) c.bytes = static_cast<int>(a.shape[1]), first_path = path.string();
     if (a.shape[1] != c.bytes)
       throw command_error(fmt::format("mixed descriptor widths: {} has {} bytes, {} has {}", first_path, c.bytes,

@@ -27,18 +27,6 @@
 namespace multireduce::cli {
 namespace {
 
-/// Reads a descriptor set: a 2-d uint8 array of rows whose width is a positive multiple of 4.
-npy::array read_descriptors(const std::string& path) {
-  npy::array a = npy::read(path);
-  if (a.type != npy::dtype::uint8 || a.shape.size() != 2)
-    throw command_error(fmt::format("{}: descriptors must be a 2-d uint8 array (rows of bytes), got {} of shape {}",
-                                            path, npy::name_of(a.type), shape_string(a.shape)));
-  if (a.shape[1] <= 0 || a.shape[1] % 4 != 0)
-    throw command_error(
-        fmt::format("{}: the descriptor width must be a positive multiple of 4 bytes, got {}", path, a.shape[1]));
-  return a;
-}
-
 std::string matches_csv(const std::vector<match>& kept) {
   std::string text = "query,train,distance\n";
   for (const auto& m : kept) text += fmt::format("{},{},{}\n", m.query, m.train, m.distance);
@@ -200,6 +188,18 @@ int match_body(const match_options& o) {
 }
 
 }  // namespace
+
+/// Reads a descriptor set: a 2-d uint8 array of rows whose width is a positive multiple of 4.
+npy::array read_descriptors(const std::string& path) {
+  npy::array a = npy::read(path);
+  if (a.type != npy::dtype::uint8 || a.shape.size() != 2)
+    throw command_error(fmt::format("{}: descriptors must be a 2-d uint8 array (rows of bytes), got {} of shape {}",
+                                            path, npy::name_of(a.type), shape_string(a.shape)));
+  if (a.shape[1] <= 0 || a.shape[1] % 4 != 0)
+    throw command_error(
+        fmt::format("{}: the descriptor width must be a positive multiple of 4 bytes, got {}", path, a.shape[1]));
+  return a;
+}
 
 void add_match_rule_options(CLI::App& cmd, int& k, std::optional<double>& ratio, std::optional<int>& margin,
                             std::optional<int>& max_distance, bool& cross_check, const char* k_help) {

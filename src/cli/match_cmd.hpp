@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "command_common.hpp"
+#include "npy/npy.hpp"
 
 namespace multireduce::cli {
 
@@ -28,6 +29,10 @@ struct match_options {
   std::string homography, query_xy, train_xy;
   double inlier_px = 3;
 };
+
+/// Reads a descriptor set: a 2-d uint8 array of rows whose width is a positive multiple of 4
+/// (command_error naming the file otherwise).
+npy::array read_descriptors(const std::string& path);
 
 /// The matcher's rule options, shared by `match` and `match-all`: --k (k_help says what it lists),
 /// --ratio, --margin, --max-distance (each excluding the others) and --cross-check.

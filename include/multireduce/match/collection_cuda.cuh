@@ -311,8 +311,7 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
       block_on_gpu = group.block_i;
     }
     if (!blocked || group.block_j == group.block_i) {
-      queue_group(group, base_i, first_i, on_device ? c.total_rows() : rows_i, base_i, first_i,
-                  on_device ? c.total_rows() : rows_i);
+      queue_group(group, base_i, first_i, rows_i, base_i, first_i, rows_i);
       continue;
     }
     // Block j through a passing buffer: its copy (on the copy stream) waits only for the searches

@@ -23,24 +23,6 @@
 
 namespace multireduce::cuda::detail {
 
-/// The kernel and tile shape of a collection's searches: one query image (`queries` rows) against
-/// `slices` training images. Every launch has queries x slices rows of lists to fill, so the
-/// 64-query warp tiles (m_tiles 4) are taken on that count, not on the queries alone.
-inline cudaError_t configure_collection(int bytes, int k, match_path path, std::int64_t lists, knn_config& c) {
-  int device = 0, major = 0;
-  if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-  if (const cudaError_t e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device); e != cudaSuccess)
-    return e;
-  if (path == match_path::tensor_core && major < 8) return cudaErrorNotSupported;
-  c = knn_config{};
-  c.tensor = path == match_path::tensor_core || (path == match_path::automatic && major >= 8);
-  c.kcap = k <= 2 ? 2 : 8;
-  c.units = (bytes / 4 + 7) / 8;
-  c.m_tiles = knn_tuning::tensor_m_tiles(c.kcap, c.units, lists);
-  c.block_queries = c.tensor ? knn_tuning::tensor_block_threads / 32 * 16 * c.m_tiles : knn_tuning::popcount_block_threads;
-  return cudaSuccess;
-}
-
 /// Queues the search of `queries` rows at `query` against the slices of `train` whose row bounds
 /// are at `slice_bounds` (device memory, 2 per slice): each (query, slice) list of the Kcap nearest
 /// (distance, row of `train`) keys, sorted, at partials[(slice x queries + query) x Kcap]. No
@@ -50,8 +32,9 @@ inline cudaError_t launch_collection_search(const std::uint8_t* query, std::int6
                                             int bytes, int k, match_path path, std::uint64_t* partials,
                                             cudaStream_t stream) {
   if (queries == 0 || slices == 0) return cudaSuccess;
+  // Every launch fills queries x slices lists: the warp tiles are chosen on that count.
   knn_config c{};
-  if (const cudaError_t e = configure_collection(bytes, k, path, queries * slices, c); e != cudaSuccess) return e;
+  if (const cudaError_t e = choose_knn_kernel(bytes, k, path, queries * slices, c); e != cudaSuccess) return e;
   const auto query_blocks = static_cast<std::int32_t>((queries + c.block_queries - 1) / c.block_queries);
   knn_launch search{};
   search.count = 1;

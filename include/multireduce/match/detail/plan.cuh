@@ -68,6 +68,23 @@ knn_kernel_choice knn_kernel_for(const knn_config& c) {
   }
 }
 
+/// The kernel and tile shape for descriptors of `bytes`, k neighbours and `lists` (query, slice)
+/// lists to fill: tensor cores on sm_80+ (or as `path` says), the list length, the 256-bit units
+/// and the 16-query tiles per warp.
+inline cudaError_t choose_knn_kernel(int bytes, int k, match_path path, std::int64_t lists, knn_config& c) {
+  int device = 0, major = 0;
+  if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  if (const cudaError_t e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device); e != cudaSuccess)
+    return e;
+  if (path == match_path::tensor_core && major < 8) return cudaErrorNotSupported;
+  c.tensor = path == match_path::tensor_core || (path == match_path::automatic && major >= 8);
+  c.kcap = k <= 2 ? 2 : 8;
+  c.units = (bytes / 4 + 7) / 8;  // both kernels: 8 words = 256 bits per unit
+  c.m_tiles = knn_tuning::tensor_m_tiles(c.kcap, c.units, lists);
+  c.block_queries = c.tensor ? knn_tuning::tensor_block_threads / 32 * 16 * c.m_tiles : knn_tuning::popcount_block_threads;
+  return cudaSuccess;
+}
+
 inline cudaError_t configure_knn(const knn_pair* pairs, int count, int bytes, int k, match_path path, knn_config& c) {
   if (count < 0 || (count > 0 && pairs == nullptr) || bytes <= 0 || bytes % 4 != 0 || bytes > match_max_bytes ||
       k < 1 || k > match_max_k)
@@ -81,16 +98,7 @@ inline cudaError_t configure_knn(const knn_pair* pairs, int count, int bytes, in
     c.total_work += double(pairs[i].queries) * double(pairs[i].trains);
     c.searches += pairs[i].queries > 0;
   }
-  int device = 0, major = 0;
-  if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-  if (const cudaError_t e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device); e != cudaSuccess)
-    return e;
-  if (path == match_path::tensor_core && major < 8) return cudaErrorNotSupported;
-  c.tensor = path == match_path::tensor_core || (path == match_path::automatic && major >= 8);
-  c.kcap = k <= 2 ? 2 : 8;
-  c.units = (bytes / 4 + 7) / 8;  // both kernels: 8 words = 256 bits per unit
-  c.m_tiles = knn_tuning::tensor_m_tiles(c.kcap, c.units, queries);
-  c.block_queries = c.tensor ? knn_tuning::tensor_block_threads / 32 * 16 * c.m_tiles : knn_tuning::popcount_block_threads;
+  if (const cudaError_t e = choose_knn_kernel(bytes, k, path, queries, c); e != cudaSuccess) return e;
   c.want_blocks = std::int64_t(sm_count()) *
                   (c.tensor ? knn_tuning::tensor_blocks_per_sm : knn_tuning::popcount_blocks_per_sm);
   c.resident = 0;
