@@ -18,7 +18,8 @@ import numpy as np
 
 from . import _core
 from ._arrays import host_operand, operand
-from ._calls import BACKENDS, INT32_MAX, INT64_MAX, bounded, check_backend, flag, integer, result_dtype
+from ._calls import (BACKENDS, INT32_MAX, INT64_MAX, bounded, check_backend, devices_of, flag, integer,
+                     result_dtype)
 from ._records import AXIS, FIXED_SEGMENTS, HOST, OFFSETS, WHOLE, WINDOW, Job, Operand, make_record
 from ._results import (address_of, check_out, deliver_host, empty, finish, host_copy, like_input, new_array,
                        record_slabs, scalar_slabs, to_numpy, torch_dtype)
@@ -80,7 +81,8 @@ def _whole(op: str, dtype: str):
     return entry
 
 
-def reduce(x, op: str = "sum", axis: Optional[int] = None, *, out=None, backend: str = "auto", stream=None):
+def reduce(x, op: str = "sum", axis: Optional[int] = None, *, out=None, backend: str = "auto", stream=None,
+           devices=None):
     """Reduces the whole array (axis=None) or one axis of it with `op`: "sum", "prod", "min",
     "max", "argmin", "argmax", "and", "or" or "xor" (the last three for integers).
 
@@ -93,20 +95,24 @@ def reduce(x, op: str = "sum", axis: Optional[int] = None, *, out=None, backend:
     backend "auto" runs where the data is (the GPU for device arrays, the CPU for host arrays);
     "cpu" and "cuda" force a side (a host array is then uploaded, a device array copied to the
     host); multireduce.backends() lists the names. stream: None (the producer's current stream), an
-    int cudaStream_t or an object with ``__cuda_stream__``."""
+    int cudaStream_t or an object with ``__cuda_stream__``.
+
+    devices: several GPUs ("all" or a list such as [0, 1]) for a whole-array reduction of a host
+    array: the array's pieces are reduced on the GPUs at the same time (docs/scale-out.md)."""
     if backend not in BACKENDS:
         check_backend(backend)
+    ordinals, backend = devices_of(devices, backend)
     a = operand(x, "x", stream)
     if type(op) is not str:
         op = str(op)
     if axis is None:
         if out is None:
-            if a.memory != HOST and backend != "cpu" and a.framework in _SLABBED:
+            if a.memory != HOST and backend != "cpu" and a.framework in _SLABBED and not ordinals:
                 return _whole_in_slab(a, op, backend)  # the small call's path: a slot, one core call
-            return _reduce(a, _whole(op, a.dtype)[0], (), None, backend)
+            return _reduce(a, _whole(op, a.dtype)[0], (), None, backend, ordinals)
         job = Job(op=op, shape=WHOLE, length=0, segments=0, inner=1, offsets=None, check_offsets=True,
                   new_output=False)
-        return _reduce(a, job, (), out, backend)
+        return _reduce(a, job, (), out, backend, ordinals)
     axis = integer(axis, "axis")
     ndim = len(a.shape)
     if ndim == 0 or not -ndim <= axis < ndim:
@@ -115,7 +121,7 @@ def reduce(x, op: str = "sum", axis: Optional[int] = None, *, out=None, backend:
     shape = tuple(a.shape)
     job = Job(op=op, shape=AXIS, length=shape[axis], segments=math.prod(shape[:axis]),
               inner=math.prod(shape[axis + 1:]), offsets=None, check_offsets=True, new_output=out is None)
-    return _reduce(a, job, shape[:axis] + shape[axis + 1:], out, backend)
+    return _reduce(a, job, shape[:axis] + shape[axis + 1:], out, backend, ordinals)
 
 
 def _whole_in_slab(a: Operand, op: str, backend: str):
@@ -132,7 +138,7 @@ def _whole_in_slab(a: Operand, op: str, backend: str):
     return views[i]
 
 
-def _reduce(a: Operand, job: Job, out_shape, out, backend: str):
+def _reduce(a: Operand, job: Job, out_shape, out, backend: str, devices=()):
     """job on a, into out= or a new array of a's framework: where a is (a host array on the CPU
     for "auto"), or for a device array on host copies (_on_host) with "cpu", or with "auto" when
     its backend does not run the job."""
@@ -145,9 +151,9 @@ def _reduce(a: Operand, job: Job, out_shape, out, backend: str):
         else:
             target, address = check_out(out, a, out_shape, rdtype, (("x", a), ("offsets", job.offsets)))
         try:
-            _core.reduce(a, job, address, "cpu" if host and backend == "auto" else backend)
+            _core.reduce(a, job, address, "cpu" if host and backend == "auto" else backend, devices)
         except _core.Unsupported:
-            if host or backend != "auto":
+            if host or backend != "auto" or devices:
                 raise
         else:
             if out is not None:
@@ -267,14 +273,17 @@ def window_reduce(x, window: int, op: str = "sum", *, out=None, backend: str = "
 # ---- statistics --------------------------------------------------------------------------------------
 
 
-def statistics(x, *, backend: str = "auto", stream=None) -> Statistics:
+def statistics(x, *, backend: str = "auto", stream=None, devices=None) -> Statistics:
     """count, sum, mean, var, std, min, argmin, max, argmax, l1 and l2 of the whole array in one
-    pass (see Statistics). An empty array gives count 0, sum 0, NaN moments and -1 indices."""
+    pass (see Statistics). An empty array gives count 0, sum 0, NaN moments and -1 indices.
+    devices: several GPUs ("all" or a list) for a host array, its pieces read by the GPUs at the
+    same time; the result is the one GPU's, bit for bit (docs/scale-out.md)."""
     if backend not in BACKENDS:
         check_backend(backend)
+    ordinals, backend = devices_of(devices, backend)
     a = operand(x, "x", stream)
     if a.memory == HOST:
-        return _statistics_on_host(a, a, "cpu" if backend == "auto" else backend)
+        return _statistics_on_host(a, a, "cpu" if backend == "auto" else backend, ordinals)
     if backend != "cpu":
         fields, nbytes = _statistics_layout(a.dtype)
         if a.framework in _SLABBED and nbytes <= record_slabs.stride:  # a record of a slab: no allocation
@@ -283,9 +292,9 @@ def statistics(x, *, backend: str = "auto", stream=None) -> Statistics:
             buffer = empty(a, (nbytes,), "uint8")
             address = address_of(buffer)
         try:
-            _core.statistics(a, address, backend)
+            _core.statistics(a, address, backend, ordinals)
         except _core.Unsupported:
-            if backend != "auto":
+            if backend != "auto" or ordinals:
                 raise
         else:
             return _statistics_views(buffer, fields, a)
@@ -303,12 +312,12 @@ def _statistics_layout(dtype: str):
     return fields, nbytes
 
 
-def _statistics_on_host(x: Operand, a: Operand, where: str) -> Statistics:
+def _statistics_on_host(x: Operand, a: Operand, where: str, devices=()) -> Statistics:
     """The statistics of the host array x (a, or a host copy of the device array a), each field a
     0-d array of a's framework on a's device."""
     record, nbytes = _host_record(x.dtype)
     buffer = np.empty(nbytes, dtype=np.uint8)
-    _core.statistics(x, address_of(buffer), where)
+    _core.statistics(x, address_of(buffer), where, devices)
     view = buffer.view(record).reshape(())
     values = {name: view[name] for name in Statistics._fields}  # (0-d views of the buffer)
     if x.dtype == "float16":  # (the record holds float16 data's min and max as float32)

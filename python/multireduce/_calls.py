@@ -27,6 +27,33 @@ def check_backend(backend) -> str:
     raise ValueError(f"backend must be one of {', '.join(repr(n) for n in names)}, not {backend!r}")
 
 
+def devices_of(devices, backend: str):
+    """(GPU ordinals, backend) of a devices= call: None leaves both as they are; "all" is every CUDA
+    device; a list names GPUs (a number may repeat: two workers on one GPU). Host data then runs on
+    those GPUs ("auto" becomes "cuda"). ValueError for an empty list, a bad number, no GPU at all or
+    backend="cpu"; the core refuses a GPU that does not exist and a job that does not split."""
+    if devices is None:
+        return (), backend
+    if backend == "cpu":
+        raise ValueError("devices= names GPUs, and backend='cpu' runs on the CPU")
+    if isinstance(devices, str):
+        if devices != "all":
+            raise ValueError(f"devices must be 'all' or a list of GPU numbers, not {devices!r}")
+        count = _core.device_count("cuda")
+        if count == 0:
+            raise ValueError("devices='all': there is no CUDA device here")
+        return tuple(range(count)), "cuda" if backend == "auto" else backend
+    try:
+        ordinals = tuple(integer(d, "a device") for d in devices)
+    except TypeError:
+        raise TypeError(f"devices must be 'all' or a list of GPU numbers, not {type(devices).__name__}") from None
+    if not ordinals:
+        raise ValueError("devices is empty: name at least one GPU")
+    if any(d < 0 for d in ordinals):
+        raise ValueError(f"devices must be GPU numbers (0 or more), not {list(ordinals)}")
+    return ordinals, "cuda" if backend == "auto" else backend
+
+
 def integer(value, name: str) -> int:
     if isinstance(value, bool):
         raise TypeError(f"{name} must be an integer, not a bool")

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _core
 from ._arrays import framework_of, operand
-from ._calls import BACKENDS, INT32_MAX, bounded, check_backend, flag, integer, real
+from ._calls import BACKENDS, INT32_MAX, bounded, check_backend, devices_of, flag, integer, real
 from ._records import HOST, Operand
 from ._results import address_of, empty, finish, host_copy, like_input, to_numpy
 
@@ -55,44 +55,47 @@ def _rule(ratio, margin, max_distance, cross_check):
     return r, m, d, cross, 2 if (ratio is not None or margin is not None) else 1
 
 
-def _on_device(q: Operand, t: Operand, k: int, backend: str):
+def _on_device(q: Operand, t: Operand, k: int, backend: str, devices=()):
     """(dist, idx) of the search of q against t in their device memory, queued on q's stream (new
     int32 arrays of their framework); None when backend "auto" finds that the GPU does not run it."""
     idx, dist = empty(q, (q.shape[0], k), "int32"), empty(q, (q.shape[0], k), "int32")
     try:
-        _core.knn(q, t, q.shape[1], k, address_of(idx), address_of(dist), 0, backend)
+        _core.knn(q, t, q.shape[1], k, address_of(idx), address_of(dist), 0, backend, devices)
     except _core.Unsupported:
-        if backend != "auto":
+        if backend != "auto" or devices:
             raise
         return None
     return dist, idx
 
 
-def _on_host(q: Operand, t: Operand, k: int, backend: str, reverse: Optional[np.ndarray] = None):
+def _on_host(q: Operand, t: Operand, k: int, backend: str, reverse: Optional[np.ndarray] = None, devices=()):
     """(dist, idx) of the search of the host arrays q against t as NumPy arrays; `reverse` (int32,
     one per training row) also gets every training row's nearest query."""
     nq = q.shape[0]
     idx, dist = np.empty((nq, k), np.int32), np.empty((nq, k), np.int32)
     _core.knn(q, t, q.shape[1], k, address_of(idx), address_of(dist), 0 if reverse is None else address_of(reverse),
-              backend)
+              backend, devices)
     return dist, idx
 
 
-def knn_hamming(query, train, k: int = 2, *, backend: str = "auto", stream=None):
+def knn_hamming(query, train, k: int = 2, *, backend: str = "auto", stream=None, devices=None):
     """The k nearest training descriptors of every query by Hamming distance: (dist, idx), each an
     int32 array (len(query), k) of the input's framework, nearest first in OpenCV's order
     (distance, then the lower training index); -1 where train has fewer than k rows. Descriptors
     are uint8 arrays (N, bytes), bytes a multiple of 4; k is 1..8. backend "auto" takes the GPU
-    when there is one (the search is compute-bound: a host array's upload is cheap beside it)."""
+    when there is one (the search is compute-bound: a host array's upload is cheap beside it).
+    devices: several GPUs ("all" or a list) for host arrays: the training set in shards, one per
+    GPU, the lists merged exactly (the same answer as one GPU's)."""
     q, t = _descriptors(query, train, stream)
     k = bounded(k, "k", 1, _core.match_max_k)
     if backend not in BACKENDS:
         check_backend(backend)
+    ordinals, backend = devices_of(devices, backend)
     if q.memory == HOST:
-        dist, idx = _on_host(q, t, k, backend)
+        dist, idx = _on_host(q, t, k, backend, devices=ordinals)
         return like_input(dist, q), like_input(idx, q)
     if backend != "cpu":
-        found = _on_device(q, t, k, backend)
+        found = _on_device(q, t, k, backend, ordinals)
         if found is not None:
             return finish(found[0], q), finish(found[1], q)
     dist, idx = _on_host(host_copy(q), host_copy(t), k, "cpu")
@@ -100,25 +103,28 @@ def knn_hamming(query, train, k: int = 2, *, backend: str = "auto", stream=None)
 
 
 def match(query, train, *, ratio: Optional[float] = None, margin: Optional[int] = None,
-          max_distance: Optional[int] = None, cross_check: bool = False, backend: str = "auto", stream=None):
+          max_distance: Optional[int] = None, cross_check: bool = False, backend: str = "auto", stream=None,
+          devices=None):
     """The matches of a brute-force Hamming matcher: an int32 array (M, 3) of (query index, train
     index, distance) rows in query order, of the input's framework. Rules (all that are given
     must hold): ratio -- nearest < ratio * second nearest (Lowe's test, 0 < ratio <= 1); margin --
     second nearest - nearest > margin (the paper's rule); max_distance -- nearest <= max_distance;
     cross_check -- the query is its nearest training descriptor's nearest query. With no rule,
-    every query's nearest neighbour. The same matches as OpenCV's BFMatcher with NORM_HAMMING."""
+    every query's nearest neighbour. The same matches as OpenCV's BFMatcher with NORM_HAMMING.
+    devices: several GPUs for host arrays (as knn_hamming's)."""
     q, t = _descriptors(query, train, stream)
     r, m, d, cross, k = _rule(ratio, margin, max_distance, cross_check)
     if backend not in BACKENDS:
         check_backend(backend)
+    ordinals, backend = devices_of(devices, backend)
     nq, nt = q.shape[0], t.shape[0]
     reverse_needed = cross and nq > 0 and nt > 0  # (an empty set keeps no matches: no reverse search)
 
     lists = None
     if q.memory != HOST and backend != "cpu":  # the searches on the GPU, their lists read back
-        found = _on_device(q, t, k, backend)
+        found = _on_device(q, t, k, backend, ordinals)
         if found is not None and reverse_needed:
-            nearest = _on_device(t, q, 1, backend)
+            nearest = _on_device(t, q, 1, backend, ordinals)
             found = None if nearest is None else found
         if found is not None:
             lists = to_numpy(found[0]), to_numpy(found[1])
@@ -127,7 +133,7 @@ def match(query, train, *, ratio: Optional[float] = None, margin: Optional[int] 
         hq, ht = (q, t) if q.memory == HOST else (host_copy(q), host_copy(t))
         where = backend if q.memory == HOST else "cpu"
         reverse = np.empty(nt, np.int32) if reverse_needed else None
-        lists = _on_host(hq, ht, k, where, reverse)
+        lists = _on_host(hq, ht, k, where, reverse, ordinals if q.memory == HOST else ())
     dist, idx = lists
     rows = np.empty((nq, 3), np.int32)
     kept = _core.accept(address_of(idx), address_of(dist), nq, k, r, m, d, cross,
@@ -206,14 +212,16 @@ def _concatenated(images) -> Any:
 
 def match_all(descriptors, *, pairs=None, sequential: Optional[int] = None, ratio: Optional[float] = None,
               margin: Optional[int] = None, max_distance: Optional[int] = None, cross_check: bool = False,
-              backend: str = "auto", stream=None) -> MatchAllResult:
+              backend: str = "auto", stream=None, devices=None) -> MatchAllResult:
     """Matches the images of a collection pair by pair: `descriptors` is a list of uint8 arrays
     (N_i, bytes) of one framework (NumPy, CuPy, PyTorch), one per image. The pairs: every pair
     i < j (default), each image with the next `sequential`, or `pairs` ((P, 2) image indices; a pair
     is ordered i < j, a repeated one matched once, an image with itself is a ValueError). Pair
     (i, j) is matched exactly as match(descriptors[i], descriptors[j], ...) with the same rules.
     Returns a MatchAllResult (pairs, offsets, matches, and .pair(i, j)) in the inputs' framework.
-    On the GPU the pairs go in rounds of many pairs, each at the large-search rate."""
+    On the GPU the pairs go in rounds of many pairs, each at the large-search rate. devices: several
+    GPUs ("all" or a list) for host descriptors: the GPUs take the pairs a unit at a time as they
+    finish (work stealing); the result is the one GPU's, byte for byte."""
     if isinstance(descriptors, (str, bytes)) or not hasattr(descriptors, "__len__"):
         raise TypeError("descriptors must be a list of arrays, one per image")
     if len(descriptors) == 0:
@@ -232,6 +240,7 @@ def match_all(descriptors, *, pairs=None, sequential: Optional[int] = None, rati
     r, m, d, cross, k = _rule(ratio, margin, max_distance, cross_check)
     if backend not in BACKENDS:
         check_backend(backend)
+    ordinals, backend = devices_of(devices, backend)
     pair_rows = _pair_list(pairs, sequential, len(images))
     offsets = np.zeros(len(images) + 1, np.int64)
     offsets[1:] = np.cumsum([o.shape[0] for o in images])
@@ -240,7 +249,8 @@ def match_all(descriptors, *, pairs=None, sequential: Optional[int] = None, rati
 
     def run(rows_operand, where):
         return _core.match_all(rows_operand, address_of(offsets), len(images), address_of(pair_rows),
-                               pair_rows.shape[0], width, k, r, m, d, cross, 0, where)
+                               pair_rows.shape[0], width, k, r, m, d, cross, 0, where,
+                               ordinals if where != "cpu" else ())
 
     if rows.memory != HOST and backend == "cpu":
         found = run(host_copy(rows), "cpu")
@@ -248,7 +258,7 @@ def match_all(descriptors, *, pairs=None, sequential: Optional[int] = None, rati
         try:
             found = run(rows, backend)
         except _core.Unsupported:
-            if rows.memory == HOST or backend != "auto":
+            if rows.memory == HOST or backend != "auto" or ordinals:
                 raise
             found = run(host_copy(rows), "cpu")
     match_offsets = np.frombuffer(found[0], np.int64).copy()

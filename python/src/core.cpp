@@ -184,11 +184,12 @@ rt::output_view output_like(const rt::array_view& x, std::uintptr_t address, rt:
   return rt::output_view{type, reinterpret_cast<void*>(address), count, x.where, x.device};
 }
 
-rt::execution execution_of(std::string_view backend, const rt::array_view& x, const nb::tuple& operand) {
+rt::execution execution_of(std::string_view backend, const rt::array_view& x, const nb::tuple& operand,
+                           const std::vector<int>& devices) {
   rt::check_backend_name(backend);
   rt::execution exec;
   exec.backend = backend;
-  exec.devices = rt::device_set{{x.where.is_host() ? 0 : x.device}};
+  exec.devices = devices.empty() ? rt::device_set{{x.where.is_host() ? 0 : x.device}} : rt::device_set{devices};
   exec.stream = reinterpret_cast<void*>(address_of(operand[op_stream]));
   return exec;
 }
@@ -206,7 +207,8 @@ using namespace multireduce::python_core;
 /// A reduction of the operand x (job: a job_fields record) into the array at `out` (in x's memory),
 /// on `backend`, queued on x's stream when everything is in device memory. Returns nothing (a small
 /// call's time is mostly host time: no result object is made).
-void reduce(const nb::tuple& x, const nb::tuple& job_record, std::uintptr_t out, const std::string& backend) {
+void reduce(const nb::tuple& x, const nb::tuple& job_record, std::uintptr_t out, const std::string& backend,
+            const std::vector<int>& devices) {
   rt::reduce_job job;
   job.input = array_of(x);
   job.op = parse_op(text_of(job_record[jb_op]));
@@ -226,7 +228,7 @@ void reduce(const nb::tuple& x, const nb::tuple& job_record, std::uintptr_t out,
   job.output_is_new = nb::cast<bool>(job_record[jb_new_output]);
   rt::validate(job);
   const rt::output_view o = output_like(job.input, out, rt::output_dtype(job), rt::output_count(job));
-  const rt::execution exec = execution_of(backend, job.input, x);
+  const rt::execution exec = execution_of(backend, job.input, x, devices);
   without_gil([&] { rt::reduce(job, o, exec); });
 }
 
@@ -239,11 +241,11 @@ std::string result_dtype(const std::string& op, const std::string& dtype) {
 }
 
 /// The statistics of the operand x as a multireduce::statistics<T> record at `out` (in x's memory).
-void statistics(const nb::tuple& x, std::uintptr_t out, const std::string& backend) {
+void statistics(const nb::tuple& x, std::uintptr_t out, const std::string& backend, const std::vector<int>& devices) {
   const rt::array_view in = array_of(x);
   const auto bytes = static_cast<std::int64_t>(rt::statistics_bytes(in.type));
   const rt::output_view o = output_like(in, out, rt::dtype::uint8, bytes);
-  const rt::execution exec = execution_of(backend, in, x);
+  const rt::execution exec = execution_of(backend, in, x, devices);
   without_gil([&] { rt::statistics(in, o, exec); });
 }
 
@@ -334,8 +336,10 @@ NB_MODULE(_core, m) {
   m.def("device_count", [](const std::string& backend) { return rt::device_count(backend); }, release(),
         nb::arg("backend"));
   m.def("result_dtype", &result_dtype, nb::arg("op"), nb::arg("dtype"));
-  m.def("reduce", &reduce, nb::arg("x"), nb::arg("job"), nb::arg("out"), nb::arg("backend"));
-  m.def("statistics", &statistics, nb::arg("x"), nb::arg("out"), nb::arg("backend"));
+  m.def("reduce", &reduce, nb::arg("x"), nb::arg("job"), nb::arg("out"), nb::arg("backend"),
+        nb::arg("devices") = std::vector<int>{});
+  m.def("statistics", &statistics, nb::arg("x"), nb::arg("out"), nb::arg("backend"),
+        nb::arg("devices") = std::vector<int>{});
   m.def("statistics_layout", &statistics_layout, nb::arg("dtype"));
   multireduce::python_core::bind_matcher(m);
   m.def("trace", &trace, nb::arg("algorithm"), nb::arg("batches"), nb::arg("width"));

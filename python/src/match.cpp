@@ -4,6 +4,7 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
 
 #include <cstdint>
 #include <cstring>
@@ -24,9 +25,9 @@ namespace {
 /// or arrays in one device's memory (queued on query's stream, not waited for). idx and dist are
 /// (queries, k) int32 arrays in query's memory.
 outcome knn(const nb::tuple& query, const nb::tuple& train, int bytes, int k, std::uintptr_t idx, std::uintptr_t dist,
-            std::uintptr_t reverse_out, const std::string& backend) {
+            std::uintptr_t reverse_out, const std::string& backend, const std::vector<int>& devices) {
   const rt::array_view q = array_of(query), t = array_of(train);
-  const rt::execution exec = execution_of(backend, q, query);
+  const rt::execution exec = execution_of(backend, q, query, devices);
   rt::knn_sets sets;
   sets.query = static_cast<const std::uint8_t*>(q.data);
   sets.queries = bytes > 0 ? q.count / bytes : 0;
@@ -87,9 +88,10 @@ void check_match_rule(double ratio, int margin, int max_distance, bool cross_che
 std::tuple<nb::bytes, nb::bytes, outcome> match_all(const nb::tuple& rows, std::uintptr_t offsets, std::int64_t images,
                                                    std::uintptr_t pairs, std::int64_t pair_count, int bytes, int k,
                                                    double ratio, int margin, int max_distance, bool cross_check,
-                                                   std::int64_t memory_budget, const std::string& backend) {
+                                                   std::int64_t memory_budget, const std::string& backend,
+                                                   const std::vector<int>& devices) {
   const rt::array_view r = array_of(rows);
-  const rt::execution exec = execution_of(backend, r, rows);
+  const rt::execution exec = execution_of(backend, r, rows, devices);
   if (images < 0 || pair_count < 0 || memory_budget < 0) throw std::invalid_argument("negative counts");
   rt::collection_job job;
   job.collection = descriptor_collection{static_cast<const std::uint8_t*>(r.data),
@@ -117,7 +119,7 @@ std::tuple<nb::bytes, nb::bytes, outcome> match_all(const nb::tuple& rows, std::
 void bind_matcher(nb::module_& m) {
   using release = nb::call_guard<nb::gil_scoped_release>;
   m.def("knn", &knn, nb::arg("query"), nb::arg("train"), nb::arg("bytes"), nb::arg("k"), nb::arg("idx"),
-        nb::arg("dist"), nb::arg("reverse_out"), nb::arg("backend"));
+        nb::arg("dist"), nb::arg("reverse_out"), nb::arg("backend"), nb::arg("devices") = std::vector<int>{});
   m.def("accept", &accept, release(), nb::arg("idx"), nb::arg("dist"), nb::arg("queries"), nb::arg("k"),
         nb::arg("ratio"), nb::arg("margin"), nb::arg("max_distance"), nb::arg("cross_check"),
         nb::arg("reverse_nearest"), nb::arg("out"));
@@ -125,7 +127,8 @@ void bind_matcher(nb::module_& m) {
         nb::arg("cross_check"));
   m.def("match_all", &match_all, nb::arg("rows"), nb::arg("offsets"), nb::arg("images"), nb::arg("pairs"),
         nb::arg("pair_count"), nb::arg("bytes"), nb::arg("k"), nb::arg("ratio"), nb::arg("margin"),
-        nb::arg("max_distance"), nb::arg("cross_check"), nb::arg("memory_budget"), nb::arg("backend"));
+        nb::arg("max_distance"), nb::arg("cross_check"), nb::arg("memory_budget"), nb::arg("backend"),
+        nb::arg("devices") = std::vector<int>{});
 }
 
 }  // namespace multireduce::python_core

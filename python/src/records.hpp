@@ -25,8 +25,10 @@ std::uintptr_t address_of(nb::handle h);
 rt::array_view array_of(const nb::tuple& x);
 /// An output of `type` and `count` at `address`, in the operand's memory.
 rt::output_view output_like(const rt::array_view& x, std::uintptr_t address, rt::dtype type, std::int64_t count);
-/// The execution of a call on `backend` for the operand x: its device and stream.
-rt::execution execution_of(std::string_view backend, const rt::array_view& x, const nb::tuple& operand);
+/// The execution of a call on `backend` for the operand x: its device (or `devices`) and stream.
+/// `devices`: the GPUs of a devices= call (empty: the operand's device).
+rt::execution execution_of(std::string_view backend, const rt::array_view& x, const nb::tuple& operand,
+                           const std::vector<int>& devices = {});
 
 /// (the backend that ran the call, why "auto" passed the ones before it over: "" if none)
 using outcome = std::pair<std::string, std::string>;

@@ -32,9 +32,9 @@ struct suite {
 };
 
 /// The suites that need a GPU, registered only in a build with CUDA (a build without says so).
-inline constexpr std::array<std::string_view, 13> gpu_suite_names{
-    "harris", "hip-tutorial", "kepler", "match", "match-all", "match-huge", "paper", "reduce", "segmented", "shared-vs-warp",
-    "stats",  "warp",         "window"};
+inline constexpr std::array<std::string_view, 14> gpu_suite_names{
+    "devices", "harris", "hip-tutorial", "kepler", "match", "match-all", "match-huge", "paper", "reduce", "segmented",
+    "shared-vs-warp", "stats", "warp", "window"};
 
 /// Adds a suite; @return true (so that `const bool registered = register_suite(...)` runs it at
 /// static initialisation).

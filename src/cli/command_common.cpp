@@ -106,9 +106,42 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, cons
 runtime::execution backend_options::execution() const {
   runtime::execution e;
   e.backend = backend;
-  e.devices = runtime::device_set{{device}};
+  e.devices = devices.empty() ? runtime::device_set{{device}} : runtime::device_set{devices};
   return e;
 }
+
+namespace {
+
+/// The GPUs of --devices: "all", or device numbers separated by commas (a number may repeat: two
+/// workers on one GPU). Throws CLI::ValidationError naming what is wrong.
+std::vector<int> parse_devices(const std::string& text) {
+  const int count = runtime::cuda_device_count();
+  if (count == 0) throw CLI::ValidationError("--devices", fmt::format("{}: there is no CUDA device here", text));
+  std::vector<int> devices;
+  if (text == "all") {
+    for (int d = 0; d < count; ++d) devices.push_back(d);
+    return devices;
+  }
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    int d = -1;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), d);
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size() || d < 0)
+      throw CLI::ValidationError("--devices", fmt::format("'{}' is not a list of device numbers (\"0,1,3\") or \"all\"",
+                                                          text));
+    if (d >= count)
+      throw CLI::ValidationError("--devices", fmt::format("{} is out of range: this machine has {} CUDA device{}, "
+                                                          "a device number is an integer from 0 to {}",
+                                                          d, count, count == 1 ? "" : "s", count - 1));
+    devices.push_back(d);
+    at = comma + 1;
+  }
+  return devices;
+}
+
+}  // namespace
 
 std::string backend_help() {
   std::string help = "auto: the first backend that runs the job, in this order";
@@ -137,6 +170,12 @@ void add_backend_options(CLI::App& cmd, backend_options& opts, const char* timin
       },
       "the CUDA device (default 0); it must exist, whatever the backend", 0, std::numeric_limits<int>::max(),
       "a device number");
+  cmd.add_option_function<std::string>(
+         "--devices", [&opts](const std::string& text) { opts.devices = parse_devices(text); },
+         "several GPUs: \"all\" or device numbers such as 0,1,2,3 (a number may repeat); the whole-array jobs, the "
+         "matcher's search and match-all split their work over them, with the same results as on one")
+      ->type_name("LIST|all")
+      ->excludes("--device");
   cmd.add_flag("--timing", opts.timing, timing_help);
 }
 

@@ -63,11 +63,13 @@ std::string range_words(std::int64_t least, std::int64_t most);
 
 // ---- where a command runs, and what it reports -----------------------------------------------------
 
-/// The options every data command takes: --backend (auto or a backend of the runtime's table), --device N,
-/// --timing.
+/// The options every data command takes: --backend (auto or a backend of the runtime's table), --device N
+/// or --devices LIST (several GPUs: the jobs that split over them, runtime::device_set), --timing.
 struct backend_options {
   std::string backend = "auto";
   int device = 0;
+  /// --devices: several GPUs (ordinals, repeats allowed); empty: --device alone.
+  std::vector<int> devices;
   bool timing = false;
   runtime::execution execution() const;
 };

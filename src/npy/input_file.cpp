@@ -184,6 +184,38 @@ std::unique_ptr<input_file> input_file::open(const std::string& path) {
   return file;
 }
 
+namespace {
+
+/// Elements [first, first + n) of a file opened again: a part that a job on several devices reads
+/// on a thread of its own.
+class file_part final : public runtime::array_source {
+ public:
+  file_part(std::unique_ptr<input_file> file, std::int64_t first, std::int64_t n)
+      : array_source(file->type(), n), file_(std::move(file)), first_(first) {}
+  std::int64_t piece_elements() const override { return file_->piece_elements(); }
+  const void* read(std::int64_t first, std::int64_t n) override {
+    if (first < 0 || n < 0 || first > count() || n > count() - first)
+      throw std::logic_error("npy::input_file: a part read past its end");
+    return file_->read(first_ + first, n);
+  }
+
+ private:
+  std::unique_ptr<input_file> file_;
+  std::int64_t first_;
+};
+
+}  // namespace
+
+std::unique_ptr<runtime::array_source> input_file::open_part(std::int64_t first, std::int64_t n) const {
+  if (!regular_ || !own_fd_) return nullptr;  // a pipe, or standard input (no path to open again)
+  if (first < 0 || n < 0 || first > count() || n > count() - first)
+    throw std::logic_error("npy::input_file: a part past the end of the array");
+  std::unique_ptr<input_file> again = open(path_);
+  if (again->identity() != identity_ || again->count() != count() || again->type() != type())
+    fail(path_, "the file was replaced while it was read");
+  return std::make_unique<file_part>(std::move(again), first, n);
+}
+
 input_file::input_file(std::string path, int fd, bool own_fd, header h, bool regular, file_identity id)
     : array_source(h.type, h.count()),
       path_(std::move(path)),

@@ -57,6 +57,9 @@ class input_file final : public runtime::array_source {
   /// the input shrank while it was read") instead; a piece that was handed out already and loses
   /// its pages to such a cut reads as zeros from then on, and check_intact() says so.
   const void* read(std::int64_t first, std::int64_t n) override;
+  /// A regular file: the same file opened again (the same file by identity, else error), read from
+  /// `first` for `n` elements on its own mapping; nullptr for a stream.
+  std::unique_ptr<runtime::array_source> open_part(std::int64_t first, std::int64_t n) const override;
   /// Throws error ("PATH: the input shrank while it was read ...") when a regular file is shorter
   /// than when it was opened, or a piece handed out met the cut (its lost pages read as zeros):
   /// call it after a job and before its outputs leave. Nothing for a stream (read errors say it).

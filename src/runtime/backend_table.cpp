@@ -105,7 +105,11 @@ std::string unsupported_reason_for_knn(std::string_view backend_name, int bytes,
 int cuda_device_count() { return device_count("cuda"); }
 
 std::string describe_device(const report& r) {
-  return find_backend(r.backend).describe_device(r.device >= 0 ? r.device : 0);
+  const backend& b = find_backend(r.backend);
+  if (r.devices.size() <= 1) return b.describe_device(r.device >= 0 ? r.device : 0);
+  std::string all;
+  for (int d : r.devices) all += (all.empty() ? "" : " + ") + b.describe_device(d);
+  return std::to_string(r.devices.size()) + " devices: " + all;
 }
 
 }  // namespace multireduce::runtime

@@ -24,8 +24,16 @@ std::string text(std::int64_t v) { return std::to_string(v); }
 /// The backend that runs a job on host data: the one named, or for "auto" the first of the table
 /// that takes host data automatically and runs the job (why it passed the others over goes into
 /// r.passed_over). reason(backend) is the backend's refusal, empty when it runs the job.
+/// Throws std::invalid_argument for a device set that names no device.
+void check_devices(const execution& exec) {
+  if (exec.devices.ordinals.empty()) throw std::invalid_argument("the device set is empty: name at least one device");
+  for (int d : exec.devices.ordinals)
+    if (d < 0) throw std::invalid_argument("device " + std::to_string(d) + " is not a device number (0 or more)");
+}
+
 template <class Reason>
 const backend& for_host_data(const execution& exec, Reason&& reason, report& r) {
+  check_devices(exec);
   if (exec.backend != "auto") {
     const backend& b = find_backend(exec.backend);
     if (const refusal no = reason(b); !no.empty()) throw unsupported_error(b.name(), no.why, no.dtype);
@@ -44,6 +52,7 @@ const backend& for_host_data(const execution& exec, Reason&& reason, report& r) 
 /// unsupported_error when another backend is named, or it cannot run the job (reason(backend)).
 template <class Reason>
 const backend& for_device_memory(memory where, const execution& exec, Reason&& reason) {
+  check_devices(exec);
   const backend* owner = nullptr;
   for (const backend* b : *backend_table())
     if (b->device_memory() == where) owner = b;
@@ -122,6 +131,12 @@ memory_source::memory_source(const array_view& a)
 }
 
 std::int64_t memory_source::piece_elements() const { return std::max<std::int64_t>(count(), 1); }
+
+std::unique_ptr<array_source> memory_source::open_part(std::int64_t first, std::int64_t n) const {
+  if (first < 0 || n < 0 || first > count() || n > count() - first)
+    throw std::logic_error("multireduce runtime: a part past the end of its source");
+  return std::make_unique<memory_source>(array_view{type(), data_ + std::size_t(first) * size_of(type()), n});
+}
 
 const void* memory_source::read(std::int64_t first, std::int64_t n) {
   if (first < 0 || n < 0 || first > count() || n > count() - first)

@@ -31,6 +31,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -192,6 +193,13 @@ class array_source {
   /// back: `first` is at least the previous call's `first`, and what lies before it is not asked for
   /// again (a source may release it).
   virtual const void* read(std::int64_t first, std::int64_t n) = 0;
+  /// A source of its own for elements [first, first + n), read on another thread at the same time
+  /// as this one and the other parts (jobs on several devices read their parts in parallel); nullptr
+  /// when the source is read front to back only (a pipe). Throws what opening it throws.
+  virtual std::unique_ptr<array_source> open_part(std::int64_t first, std::int64_t n) const {
+    (void)first, (void)n;
+    return nullptr;
+  }
 
  private:
   dtype type_;
@@ -204,6 +212,7 @@ class memory_source final : public array_source {
   explicit memory_source(const array_view& a);
   std::int64_t piece_elements() const override;
   const void* read(std::int64_t first, std::int64_t n) override;
+  std::unique_ptr<array_source> open_part(std::int64_t first, std::int64_t n) const override;
 
  private:
   const std::byte* data_;
@@ -269,12 +278,18 @@ struct collection_job {
 // ---- backends and calls -------------------------------------------------------------------------
 
 /// The devices of one backend that a call runs on (ordinals; the first is the one a single-device
-/// job uses). Every job runs on one device today; a set of several is refused with a reason until
-/// a job splits its work (backend::unsupported says so).
+/// job uses). A set of several splits the jobs that split: the whole-array reduce and statistics of
+/// a host source that can be read in parts (a memory-mapped file, host memory), the k-NN search of
+/// host rows (the training set sharded) and the collection matcher (pairs handed out to the GPUs as
+/// they finish: work stealing); one host thread and one stream per entry, an entry may repeat (two
+/// workers on one GPU). Results do not depend on the set, except float sums of a split reduce, which
+/// add the parts' sums in order (statistics merge the parts' states in order, as pieces do). Other
+/// jobs refuse a set of several with the reason; an empty set is refused.
 struct device_set {
   std::vector<int> ordinals{0};
   int first() const { return ordinals.empty() ? 0 : ordinals.front(); }
   bool single() const { return ordinals.size() == 1; }
+  std::size_t size() const { return ordinals.size(); }
 };
 
 /// Where a call runs.
@@ -295,7 +310,8 @@ struct report {
   /// "auto": why the backends ahead of it in the table did not run it, in words ("not the GPU: float16
   /// runs on the CPU backend only"; "" when none was passed over).
   std::string passed_over;
-  int device = -1;           ///< the device's ordinal, when a device ran it
+  int device = -1;           ///< the device's ordinal, when a device ran it (the set's first for several)
+  std::vector<int> devices;  ///< every device that ran it, when a set of several did
   std::string device_name;   ///< the device's name, when a device ran it
   int cpu_threads = 0;       ///< the CPU's threads, when the CPU ran it
   double seconds = 0;        ///< the algorithm's time: device time by events, or CPU wall time

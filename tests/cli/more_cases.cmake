@@ -99,3 +99,10 @@ if(NOT MULTIREDUCE_ENABLE_CUDA)
   multireduce_cli_case(reduce_auto_says_why_not_gpu exit "" 0 0 0 "backend cpu .*not the GPU: this build has no CUDA"
                        reduce @DATA@/float32_100.npy --op sum --timing)
 endif()
+
+# --devices: a list of GPUs or "all"; an empty list, a word, a missing GPU and --device beside it
+# are usage errors naming the option (with or without a GPU here).
+multireduce_cli_case("fail_devices_empty" "exit" "" "0.0" "0.0" "2" "--devices" "stats" "@DATA@/float32_100.npy" "--devices" ",")
+multireduce_cli_case("fail_devices_word" "exit" "" "0.0" "0.0" "2" "--devices" "stats" "@DATA@/float32_100.npy" "--devices" "first")
+multireduce_cli_case("fail_devices_missing" "exit" "" "0.0" "0.0" "2" "--devices" "stats" "@DATA@/float32_100.npy" "--devices" "0,99")
+multireduce_cli_case("fail_devices_and_device" "exit" "" "0.0" "0.0" "2" "--device" "stats" "@DATA@/float32_100.npy" "--devices" "0" "--device" "0")

@@ -2,7 +2,8 @@
 // (multireduce::cuda). What runs here, and why not when it does not (anything else runs on the
 // CPU): whole-array reduce and statistics of every dtype but float16; segmented (fixed length or
 // offsets) and window reduce of float32, float64, int32 and int64 with sum, min or max; the
-// matcher's search for descriptors of up to match_max_bytes. Every job makes its device current
+// matcher's search for descriptors of up to match_max_bytes. On a set of several GPUs
+// (devices.cuh): the whole-array jobs and the search of host data, and the collection matcher. Every job makes its device current
 // and gives the caller's back when it returns; the jobs themselves are in reduce.cu,
 // statistics.cu, knn.cu and collection.cu.
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "../backend.hpp"
 #include "context.cuh"
+#include "devices.cuh"
 #include "jobs.cuh"
 
 namespace multireduce::runtime {
@@ -18,11 +20,18 @@ namespace {
 
 using namespace cuda_backend_detail;
 
-/// "" when the device set is one GPU that exists; else why not.
-std::string unusable(const device_set& devices) {
-  if (!devices.single())
-    return "every job runs on one GPU; the device set names " + std::to_string(devices.ordinals.size());
-  return missing_device(devices.first());
+/// "" when every GPU of the set exists; else why not.
+std::string unusable(const device_set& devices) { return unusable_devices(devices); }
+
+/// What a set of several GPUs runs, for the refusals of everything else.
+constexpr const char* what_splits =
+    "a set of several GPUs runs the whole-array reduce and statistics of host data, the matcher's search of host "
+    "descriptors and the collection matcher; name one device for this job";
+
+/// Throws for arrays in GPU memory on a set of several GPUs: they are reduced on their own GPU.
+void refuse_device_arrays_on_a_set(const execution& exec) {
+  if (!exec.devices.single())
+    throw unsupported_error("cuda", std::string("arrays in GPU memory run on the GPU that holds them; ") + what_splits);
 }
 
 class cuda_runtime_backend final : public backend {
@@ -41,6 +50,7 @@ class cuda_runtime_backend final : public backend {
     if (job.input.type == dtype::float16) return {"float16 runs on the CPU backend only", true};
     if (info(job.op).integers_only && is_floating(job.input.type)) return {"bitwise operators need an integer dtype", true};
     if (job.shape == shape_kind::whole) return {};
+    if (!devices.single()) return {what_splits};
     if (job.shape == shape_kind::axis)
       return {"the GPU reduces contiguous runs; an axis other than the last runs on the CPU (NumPy's order, one row "
               "after another)"};
@@ -75,15 +85,19 @@ class cuda_runtime_backend final : public backend {
   }
   void match_collection(const collection_job& job, const pair_matches_callback& done, const execution& exec,
                         report& r) const override {
+    if (!job.where.is_host()) refuse_device_arrays_on_a_set(exec);
     on_gpu(exec, r, [&] { collection_on_gpu(job, done, exec, r); });
   }
   void reduce(const reduce_job& job, const output_view& out, const execution& exec, report& r) const override {
+    refuse_device_arrays_on_a_set(exec);
     on_gpu(exec, r, [&] { reduce_arrays(job, out, exec, r); });
   }
   void statistics(const array_view& in, const output_view& out, const execution& exec, report& r) const override {
+    refuse_device_arrays_on_a_set(exec);
     on_gpu(exec, r, [&] { statistics_arrays(in, out, exec, r); });
   }
   void knn(const knn_device_job& job, const execution& exec, report& r) const override {
+    refuse_device_arrays_on_a_set(exec);
     on_gpu(exec, r, [&] { knn_arrays(job, exec, r); });
   }
 

@@ -2,6 +2,8 @@
 // (context.cuh).
 #include "context.cuh"
 
+#include <multireduce/cuda/detail/memory_pool.cuh>
+
 #include <deque>
 #include <map>
 #include <utility>
@@ -68,34 +70,8 @@ bool capturing(cudaStream_t stream) {
 
 namespace {
 
-/// The temporary storage of queued jobs: one stream-ordered memory pool per GPU, made on first use
-/// and kept (in a table that a mutex guards) for the process's life.
-struct temporary_pool_tuning {
-  /// Bytes a pool keeps between calls instead of handing them back to the driver at every
-  /// synchronisation, as the device's default pool does (release threshold 0). Measured on the
-  /// H200 (python -m multireduce.bench, CUDA events around one call, 2026-11-24): with the default
-  /// pool a 2^14-float sum took 73 us and a 2^26-float segmented sum 188 us, 60-130 us of it
-  /// mapping memory again; the library's own temporary storage is at most a few MiB but the
-  /// matcher's grows with the queries, hence a generous bound.
-  static constexpr std::uint64_t keep_bytes = 256ull << 20;
-};
-
-cudaMemPool_t temporary_pool(int device) {
-  static std::mutex guard;
-  static std::map<int, cudaMemPool_t> pools;
-  std::lock_guard<std::mutex> lock(guard);
-  if (auto it = pools.find(device); it != pools.end()) return it->second;
-  cudaMemPoolProps props{};
-  props.allocType = cudaMemAllocationTypePinned;
-  props.handleTypes = cudaMemHandleTypeNone;
-  props.location.type = cudaMemLocationTypeDevice;
-  props.location.id = device;
-  cudaMemPool_t pool = nullptr;
-  mc::check(cudaMemPoolCreate(&pool, &props), "creating the temporary storage pool");
-  std::uint64_t keep = temporary_pool_tuning::keep_bytes;
-  mc::check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "creating the temporary storage pool");
-  return pools[device] = pool;
-}
+/// The temporary storage of queued jobs: the GPU's kept pool (cuda/detail/memory_pool.cuh).
+cudaMemPool_t temporary_pool(int device) { return mc::detail::kept_memory_pool(device); }
 
 }  // namespace
 

@@ -4,11 +4,13 @@
 // training set that does not fit in the free GPU memory (or a train_chunk asked for) is streamed
 // through the GPU a chunk at a time instead (knn_hamming_streamed).
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include <multireduce/match/cuda.cuh>
 
 #include "context.cuh"
+#include "devices.cuh"
 #include "jobs.cuh"
 
 namespace multireduce::runtime::cuda_backend_detail {
@@ -39,7 +41,10 @@ void knn_arrays(const knn_device_job& job, const execution& exec, report& r) {
   r.bytes_written = 2 * job.queries * job.k * 4;
 }
 
-void knn_host(const knn_job& job, knn_result& out, const execution& exec, report& r) {
+namespace {
+
+/// The search of a host job on one GPU (exec's first device, current).
+void knn_one_gpu(const knn_job& job, knn_result& out, const execution& exec, report& r) {
   translating_errors("matching", [&] {
     const cudaStream_t stream = stream_of(exec);
     const std::int64_t nq = job.queries, nt = job.trains;
@@ -103,6 +108,69 @@ void knn_host(const knn_job& job, knn_result& out, const execution& exec, report
     r.bytes_read = (nq + nt) * bytes;
     r.bytes_written = 2 * nq * k * 4;
   });
+}
+
+/// The search with the training set in shards of about equal rows, one per entry of the device set,
+/// each on its own thread, GPU and stream; every query's lists merged exactly: by distance, ties by
+/// the lower (global) training index, which a stable sort gives since the shards come in order. The
+/// cross-check's reverse nearest query of each training row is its shard's.
+void knn_sharded(const knn_job& job, knn_result& out, const execution& exec, report& r) {
+  const std::size_t shards = exec.devices.size();
+  const std::int64_t nq = job.queries, nt = job.trains;
+  const int k = job.k;
+  std::vector<std::int64_t> first(shards + 1);
+  for (std::size_t s = 0; s <= shards; ++s) first[s] = nt * std::int64_t(s) / std::int64_t(shards);
+  std::vector<knn_result> part(shards);
+  std::vector<report> per_device(shards);
+  device_threads threads(exec.devices, [&](int slot, cudaStream_t stream) {
+    const auto s = std::size_t(slot);
+    knn_job shard = job;
+    shard.train = job.train + first[s] * job.bytes;
+    shard.trains = first[s + 1] - first[s];
+    execution on_one;
+    on_one.backend = "cuda";
+    on_one.devices = device_set{{exec.devices.ordinals[s]}};
+    on_one.stream = stream;
+    knn_one_gpu(shard, part[s], on_one, per_device[s]);
+  });
+  threads.wait();
+
+  out.idx.assign(std::size_t(nq) * k, -1);
+  out.dist.assign(std::size_t(nq) * k, -1);
+  std::vector<std::pair<std::int32_t, std::int32_t>> candidates;  // (distance, global index)
+  for (std::int64_t q = 0; q < nq; ++q) {
+    candidates.clear();
+    for (std::size_t s = 0; s < shards; ++s)
+      for (int j = 0; j < k; ++j) {
+        const std::size_t at = std::size_t(q) * k + std::size_t(j);
+        if (part[s].idx[at] >= 0)
+          candidates.emplace_back(part[s].dist[at], static_cast<std::int32_t>(part[s].idx[at] + first[s]));
+      }
+    std::stable_sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (std::size_t j = 0; j < candidates.size() && j < std::size_t(k); ++j) {
+      out.idx[std::size_t(q) * k + j] = candidates[j].second;
+      out.dist[std::size_t(q) * k + j] = candidates[j].first;
+    }
+  }
+  if (job.reverse) {
+    out.reverse_nearest.clear();
+    for (const knn_result& p : part) out.reverse_nearest.insert(out.reverse_nearest.end(), p.reverse_nearest.begin(),
+                                                                p.reverse_nearest.end());
+  }
+  for (const knn_result& p : part) {
+    out.streamed_chunk = std::max(out.streamed_chunk, p.streamed_chunk);
+    out.device_bytes += p.device_bytes;
+  }
+  merge_device_reports(r, per_device, exec.devices);
+  r.bytes_read = (nq * std::int64_t(shards) + nt) * job.bytes;
+  r.bytes_written = 2 * nq * k * 4;
+}
+
+}  // namespace
+
+void knn_host(const knn_job& job, knn_result& out, const execution& exec, report& r) {
+  if (exec.devices.size() > 1) return knn_sharded(job, out, exec, r);
+  knn_one_gpu(job, out, exec, r);
 }
 
 }  // namespace multireduce::runtime::cuda_backend_detail

@@ -201,32 +201,36 @@ void reduce_staged(const reduce_job& job, const output_view& out, cudaStream_t s
 /// A whole-array job on a host source. A float sum is NumPy's pairwise tree over the pieces (each
 /// piece's sum is the GPU's), so that pieces combine pairwise, not one after another.
 template <class T>
-void whole_reduce_source(const reduce_job& job, array_source& in, output_sink& out, cudaStream_t stream, report& r,
-                         const execution& exec) {
+void whole_reduce_source(const reduce_job& job, array_source& in, output_sink& out, report& r, const execution& exec) {
   const std::int64_t n = in.count();
   const std::int64_t piece = std::min(in.piece_elements(), chunk_elements(n, sizeof(T)));
   if constexpr (std::is_floating_point_v<T>) {
     if (job.op == op_kind::sum) {
+      // NumPy's pairwise tree over pieces: the leaves (pieces of at most `block`) summed on the
+      // GPU(s), then the tree above them on the host.
       const std::int64_t block = std::max(piece, pairwise::block);
-      r.bytes_read += n * std::int64_t(sizeof(T));
-      mc::device_buffer<T> d(static_cast<std::size_t>(std::max<std::int64_t>(std::min(block, n), 1)));
-      event_timer timer(stream);
-      const T total = T(0) + pairwise::over_pieces<T>(0, n, block, [&](std::int64_t first, std::int64_t count) {
-        if (count == 0) return T(0);
-        upload(d.data(), in.read(first, count), sizeof(T) * std::size_t(count), stream, timer, r);
-        timer.start();
-        const T s = result_of<T>([&](T* slot) { whole_reduce_queued<T>(job.op, d.data(), count, slot, stream); }, stream);
-        r.seconds += timer.stop();
-        if (exec.progress) exec.progress(first + count, n);
-        return s;
+      std::vector<piece_range> leaves;
+      pairwise::over_pieces<T>(0, n, block, [&](std::int64_t first, std::int64_t count) {
+        if (count > 0) leaves.push_back({first, count});
+        return T(0);
+      });
+      const std::vector<T> sums = fold_pieces<T>(in, leaves, r, exec, [&](const T* d, std::int64_t count, std::int64_t,
+                                                                           cudaStream_t s) {
+        return result_of<T>([&](T* slot) { whole_reduce_queued<T>(job.op, d, count, slot, s); }, s);
+      });
+      std::size_t next = 0;
+      const T total = T(0) + pairwise::over_pieces<T>(0, n, block, [&](std::int64_t, std::int64_t count) {
+        return count == 0 ? T(0) : sums[next++];
       });
       return out.write(&total, 1);
     }
   }
+  const std::vector<piece_range> pieces = even_pieces(n, piece);
   if (info(job.op).positional) {
-    const auto parts = fold_pieces<T>(in, piece, stream, r, exec, [&](const T* d, std::int64_t count, std::int64_t first) {
+    const auto parts = fold_pieces<T>(in, pieces, r, exec, [&](const T* d, std::int64_t count, std::int64_t first,
+                                                               cudaStream_t s) {
       key_value<T> found = result_of<key_value<T>>(
-          [&](key_value<T>* slot) { arg_extreme_queued<T>(job.op, d, count, slot, stream); }, stream);
+          [&](key_value<T>* slot) { arg_extreme_queued<T>(job.op, d, count, slot, s); }, s);
       found.index += first;
       return found;
     });
@@ -240,8 +244,9 @@ void whole_reduce_source(const reduce_job& job, array_source& in, output_sink& o
   }
   visit_value_op<T>(job.op, [&](auto op, auto init) {
     using Acc = decltype(init);
-    const auto parts = fold_pieces<T>(in, piece, stream, r, exec, [&](const T* d, std::int64_t count, std::int64_t) {
-      return result_of<Acc>([&](Acc* slot) { whole_reduce_queued<T>(job.op, d, count, slot, stream); }, stream);
+    const auto parts = fold_pieces<T>(in, pieces, r, exec, [&](const T* d, std::int64_t count, std::int64_t,
+                                                               cudaStream_t s) {
+      return result_of<Acc>([&](Acc* slot) { whole_reduce_queued<T>(job.op, d, count, slot, s); }, s);
     });
     auto acc = init;
     for (const auto& p : parts) acc = op(acc, p);
@@ -299,7 +304,7 @@ void reduce_source(const reduce_job& job, array_source& in, output_sink& out, co
   translating_errors("reduce", [&] {
     on_element_type(job.input.type, [&](auto element) {
       using T = decltype(element);
-      if (job.shape == shape_kind::whole) whole_reduce_source<T>(job, in, out, stream, r, exec);
+      if (job.shape == shape_kind::whole) whole_reduce_source<T>(job, in, out, r, exec);
       else shaped_reduce_source<T>(job, in, out, stream, r, exec);
     });
   });

@@ -104,15 +104,17 @@ void statistics_arrays(const array_view& in, const output_view& out, const execu
 }
 
 void statistics_source(array_source& in, any_statistics& out, const execution& exec, report& r) {
-  const cudaStream_t stream = stream_of(exec);
   translating_errors("statistics", [&] {
     on_element_type(in.type(), [&](auto element) {
       using T = decltype(element);
       using S = multireduce::statistics<T>;
       const std::int64_t piece = std::min(in.piece_elements(), chunk_elements(in.count(), sizeof(T)));
-      const auto parts = fold_pieces<T>(in, piece, stream, r, exec, [&](const T* d, std::int64_t count, std::int64_t first) {
-        return statistics_piece<T>{result_of<S>([&](S* slot) { statistics_queued(d, count, slot, stream); }, stream), first};
-      });
+      const auto parts = fold_pieces<T>(in, even_pieces(in.count(), piece), r, exec,
+                                        [&](const T* d, std::int64_t count, std::int64_t first, cudaStream_t s) {
+                                          return statistics_piece<T>{
+                                              result_of<S>([&](S* slot) { statistics_queued(d, count, slot, s); }, s),
+                                              first};
+                                        });
       out = merged<T>(parts);
     });
   });
