@@ -500,20 +500,8 @@ std::int64_t window_reduce(ncclComm_t comm, cudaStream_t stream, const T* shard,
 inline void knn_hamming(ncclComm_t comm, cudaStream_t stream, const std::uint8_t* query, std::int64_t queries,
                         const std::uint8_t* train, std::int64_t trains, int bytes, int k, std::int32_t* idx,
                         std::int32_t* dist, match_path path = match_path::automatic) {
-  auto h = ranks::make_header<std::uint8_t>(ranks::job::knn_hamming, trains);
-  h.k = k;
-  h.bytes = bytes;
-  h.queries = queries;
-  if (trains < 0) ranks::set_error(h, ranks::local_error::negative_length, trains);
-  if (trains > 0 && train == nullptr) ranks::set_error(h, ranks::local_error::null_shard, trains);
-  if (trains > std::numeric_limits<std::int32_t>::max()) ranks::set_error(h, ranks::local_error::too_many_rows, trains);
-  if (bytes <= 0 || bytes % 4 != 0 || bytes > multireduce::cuda::match_max_bytes)
-    ranks::set_error(h, ranks::local_error::bad_bytes, bytes);
-  if (k < 1 || k > match_max_k) ranks::set_error(h, ranks::local_error::bad_k, k);
-  if (queries < 0) ranks::set_error(h, ranks::local_error::negative_queries, queries);
-  if (queries > std::numeric_limits<std::int32_t>::max()) ranks::set_error(h, ranks::local_error::too_many_rows, queries);
-  if (queries > 0 && query == nullptr) ranks::set_error(h, ranks::local_error::null_queries, queries);
-  if (queries > 0 && (idx == nullptr || dist == nullptr)) ranks::set_error(h, ranks::local_error::null_knn_output, queries);
+  const auto h =
+      ranks::knn_header(query, queries, train, trains, bytes, multireduce::cuda::match_max_bytes, k, idx, dist);
   detail::session s(comm, stream, "multireduce::nccl::knn_hamming", h);
   if (queries == 0) return;
   const std::size_t per = std::size_t(queries) * std::size_t(k);

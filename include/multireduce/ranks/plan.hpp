@@ -39,6 +39,8 @@
 #include <typeinfo>
 #include <vector>
 
+#include "../match/match.hpp"
+
 namespace multireduce::ranks {
 
 /// What a transport offers: its rank, the rank count, and an all-gather of equal-sized host blocks.
@@ -191,6 +193,28 @@ rank_header window_header(std::int64_t n, std::int64_t window, bool output_null)
   h.window = window;
   if (window < 1) set_error(h, local_error::bad_window, window);
   if (output_null) h.flags |= header_output_null;
+  return h;
+}
+
+/// The header of a knn_hamming call: the training shard of `trains` rows, the replicated queries,
+/// rows of `bytes` (a positive multiple of 4, at most max_bytes), k neighbours written to idx/dist.
+inline rank_header knn_header(const std::uint8_t* query, std::int64_t queries, const std::uint8_t* train,
+                              std::int64_t trains, int bytes, int max_bytes, int k, const std::int32_t* idx,
+                              const std::int32_t* dist) {
+  rank_header h = make_header<std::uint8_t>(job::knn_hamming, trains);
+  h.k = k;
+  h.bytes = bytes;
+  h.queries = queries;
+  constexpr std::int64_t most_rows = std::numeric_limits<std::int32_t>::max();
+  if (trains < 0) set_error(h, local_error::negative_length, trains);
+  if (trains > 0 && train == nullptr) set_error(h, local_error::null_shard, trains);
+  if (trains > most_rows) set_error(h, local_error::too_many_rows, trains);
+  if (bytes <= 0 || bytes % 4 != 0 || bytes > max_bytes) set_error(h, local_error::bad_bytes, bytes);
+  if (k < 1 || k > match_max_k) set_error(h, local_error::bad_k, k);
+  if (queries < 0) set_error(h, local_error::negative_queries, queries);
+  if (queries > most_rows) set_error(h, local_error::too_many_rows, queries);
+  if (queries > 0 && query == nullptr) set_error(h, local_error::null_queries, queries);
+  if (queries > 0 && (idx == nullptr || dist == nullptr)) set_error(h, local_error::null_knn_output, queries);
   return h;
 }
 
