@@ -55,13 +55,14 @@ TEST(CudaCollection, EveryPairEqualsTheReference) {
       const test_collection c = random_collection(
           sizes, bytes, seed_for(("gpu collection " + std::to_string(bytes) + (sparse ? " sparse" : "")).c_str()),
           sparse);
-      for (auto path : {mc::match_path::tensor_core, mc::match_path::popcount}) {
+      // automatic: the warpgroup kernel on Hopper built for sm_90a, else mma.sync.
+      for (auto path : {mc::match_path::automatic, mc::match_path::tensor_core, mc::match_path::popcount}) {
         for (const auto& rule : rules) {
           for (int k : {1, 2, 3}) {
             if ((rule.ratio > 0 || rule.margin >= 0) && k < 2) continue;
             SCOPED_TRACE("bytes " + std::to_string(bytes) + " k " + std::to_string(k) + " ratio " +
                          std::to_string(rule.ratio) + " margin " + std::to_string(rule.margin) + " cross " +
-                         std::to_string(rule.cross_check) + (path == mc::match_path::popcount ? " popcount" : ""));
+                         std::to_string(rule.cross_check) + (path == mc::match_path::popcount ? " popcount" : path == mc::match_path::automatic ? " automatic" : ""));
             expect_gpu_matches_reference(c, c.view(), mr::all_pairs(std::int64_t(sizes.size())), k, rule,
                                          {.path = path});
           }

@@ -1,4 +1,5 @@
-// The GPU matcher (multireduce/match/cuda.cuh), both paths, against an independent bit-by-bit
+// The GPU matcher (multireduce/match/cuda.cuh), every kernel this GPU runs (wgmma on sm_90 with
+// sm_90a code, mma.sync on sm_80+, popcount everywhere), against an independent bit-by-bit
 // brute force and OpenCV's BFMatcher results: every idx and dist checked, outputs poisoned first,
 // random descriptors from logged seeds. Skipped without a GPU.
 #include <gtest/gtest.h>
@@ -27,22 +28,41 @@ std::string match_data() {
 }
 
 
-constexpr mc::match_path paths[] = {mc::match_path::tensor_core, mc::match_path::popcount};
-const char* name(mc::match_path p) { return p == mc::match_path::tensor_core ? "tensor_core" : "popcount"; }
+/// The kernels the current GPU runs: wgmma where the code was built for sm_90a and the GPU is an
+/// sm_90 one, mma.sync (tensor_core) from sm_80, popcount everywhere.
+std::vector<mc::match_path> gpu_paths() {
+  int device = 0, major = 0, minor = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+  std::vector<mc::match_path> paths;
+  if (mc::detail::wgmma_usable(major, minor)) paths.push_back(mc::match_path::wgmma);
+  if (major >= 8) paths.push_back(mc::match_path::tensor_core);
+  paths.push_back(mc::match_path::popcount);
+  return paths;
+}
+const char* name(mc::match_path p) {
+  return p == mc::match_path::wgmma ? "wgmma" : p == mc::match_path::tensor_core ? "tensor_core" : "popcount";
+}
 
-/// Both GPU paths on queries q and training set t (rows of `bytes`) give exactly want_idx/want_dist
-/// for k neighbours (outputs poisoned first).
+/// Every GPU path on queries q and training set t (rows of `bytes`; the training rows `offset`
+/// bytes past a 256-byte boundary) gives exactly want_idx/want_dist for k neighbours (outputs
+/// poisoned first).
 void expect_both_paths_give(mc::workspace& ws, const std::vector<std::uint8_t>& q, const std::vector<std::uint8_t>& t,
                             int bytes, int k, const std::vector<std::int32_t>& want_idx,
-                            const std::vector<std::int32_t>& want_dist) {
+                            const std::vector<std::int32_t>& want_dist, int offset = 0) {
   const std::int64_t nq = std::int64_t(q.size()) / bytes, nt = std::int64_t(t.size()) / bytes;
   auto dq = on_device<std::uint8_t>(q);
-  auto dt = on_device<std::uint8_t>(t);
-  for (auto path : paths) {
+  std::vector<std::uint8_t> shifted(std::size_t(offset), 0x5a);
+  shifted.insert(shifted.end(), t.begin(), t.end());
+  auto dt = on_device<std::uint8_t>(shifted);
+  for (auto path : gpu_paths()) {
     SCOPED_TRACE(name(path));
     auto idx = on_device<std::int32_t>(std::size_t(nq * k));
     auto dist = on_device<std::int32_t>(std::size_t(nq * k));
-    mc::knn_hamming_async(ws, dq.data(), nq, dt.data(), nt, bytes, k, idx.data(), dist.data(), path);
+    idx.fill_bytes(0xA5);
+    dist.fill_bytes(0xA5);
+    mc::knn_hamming_async(ws, dq.data(), nq, dt.data() + offset, nt, bytes, k, idx.data(), dist.data(), path);
     ASSERT_EQ(host_copy(idx), want_idx);
     ASSERT_EQ(host_copy(dist), want_dist);
   }
@@ -138,7 +158,7 @@ TEST(CudaMatch, BatchedPairsAgainstBitwiseBruteForce) {
       }
       std::vector<std::vector<std::int32_t>> want_idx(pairs), want_dist(pairs);
       for (int i = 0; i < pairs; ++i) reference_knn(q[i], t[i], bytes, k, want_idx[i], want_dist[i]);
-      for (auto path : paths) {
+      for (auto path : gpu_paths()) {
         SCOPED_TRACE(::testing::Message() << name(path) << " bytes=" << bytes << " k=" << k);
         for (int i = 0; i < pairs; ++i) {  // poison again for the second path
           idx[i].fill_bytes(0xA5);
@@ -170,7 +190,7 @@ TEST(CudaMatch, PiecesAndStreamingGiveTheWholeAnswer) {
       reference_knn(q, t, bytes, k, want_idx, want_dist);
       auto dq = on_device<std::uint8_t>(q);
       auto dt = on_device<std::uint8_t>(t);
-      for (auto path : paths) {
+      for (auto path : gpu_paths()) {
         SCOPED_TRACE(::testing::Message() << name(path) << " bytes=" << bytes << " k=" << k);
         {  // pieces of 1, 999, 2003 and the rest rows, one call each
           auto idx = on_device<std::int32_t>(std::size_t(nq * k));
@@ -203,6 +223,121 @@ TEST(CudaMatch, PiecesAndStreamingGiveTheWholeAnswer) {
           }
         }
         if (::testing::Test::HasFailure()) return;
+      }
+    }
+  }
+}
+
+// The warpgroup kernel is the one an sm_90 GPU runs by default when the code was built for sm_90a
+// (the default build): a Hopper GPU that falls back to mma.sync is a build mistake.
+TEST(CudaMatch, HopperRunsTheWarpgroupKernel) {
+  MR_REQUIRE_GPU();
+  int device = 0, major = 0, minor = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+  if (major != 9 || minor != 0) GTEST_SKIP() << "not an sm_90 GPU";
+#if defined(MULTIREDUCE_TEST_EXPECT_SM90A)
+  EXPECT_TRUE(mc::detail::wgmma_usable(major, minor));
+#endif
+  std::size_t bytes = 0;
+  auto d = on_device<std::uint8_t>(64);
+  auto out = on_device<std::int32_t>(4);
+  if (!mc::detail::wgmma_usable(major, minor))
+    EXPECT_EQ(mc::knn_hamming(nullptr, bytes, d.data(), 1, d.data(), 1, 32, 2, out.data(), out.data(),
+                              mc::match_path::wgmma),
+              cudaErrorNotSupported);
+}
+
+// Adversarial data for the packed epilogue and the tiles: every pair tied (all descriptors
+// equal: OpenCV's order is the training index), descriptors one bit apart, all-ones rows (the
+// largest distances), 0 and 1 training rows, training counts one below, at and one above the
+// 128-row tiles and the 512-row slices, 256/384/512/1024 bits, k = 1..8, and training rows not
+// 16-byte aligned (the word-by-word copies).
+TEST(CudaMatch, AdversarialDataAgainstBitwiseBruteForce) {
+  MR_REQUIRE_GPU();
+  const std::uint64_t seed = seed_for("match adversarial");
+  std::mt19937_64 rng(seed);
+  mc::workspace ws;
+  int case_number = 0;
+  for (int bytes : {32, 48, 64, 128}) {
+    for (int trains : {0, 1, 127, 128, 129, 511, 513}) {
+      for (int kind = 0; kind < 4; ++kind) {
+        const int queries = kind == 3 ? 300 : 131;
+        std::vector<std::uint8_t> q(std::size_t(queries) * bytes), t(std::size_t(trains) * bytes);
+        if (kind == 0) {  // all equal: every distance the same
+          const auto row = random_descriptors(1, bytes, rng(), false);
+          for (std::size_t i = 0; i < q.size(); ++i) q[i] = row[i % bytes];
+          for (std::size_t i = 0; i < t.size(); ++i) t[i] = row[i % bytes];
+        } else if (kind == 1) {  // one base row, each descriptor with one bit flipped (or none)
+          const auto row = random_descriptors(1, bytes, rng(), false);
+          for (std::size_t i = 0; i < q.size(); ++i) q[i] = row[i % bytes];
+          for (std::size_t i = 0; i < t.size(); ++i) t[i] = row[i % bytes];
+          for (int r = 0; r < queries; ++r)
+            if (const auto bit = rng() % (bytes * 8 + 1); bit < std::uint64_t(bytes) * 8)
+              q[std::size_t(r) * bytes + bit / 8] ^= std::uint8_t(1u << (bit % 8));
+          for (int r = 0; r < trains; ++r)
+            if (const auto bit = rng() % (bytes * 8 + 1); bit < std::uint64_t(bytes) * 8)
+              t[std::size_t(r) * bytes + bit / 8] ^= std::uint8_t(1u << (bit % 8));
+        } else if (kind == 2) {  // all ones against all zeros and ones: distances 0 and bytes * 8
+          for (std::size_t i = 0; i < q.size(); ++i) q[i] = (i / bytes) % 2 ? 0xff : 0x00;
+          for (std::size_t i = 0; i < t.size(); ++i) t[i] = (i / bytes) % 3 ? 0xff : 0x00;
+        } else {
+          q = random_descriptors(std::size_t(queries), bytes, rng(), true);
+          t = random_descriptors(std::size_t(trains), bytes, rng(), true);
+        }
+        for (int k : {1, 2, 3, 8}) {
+          ++case_number;
+          const int offset = case_number % 3 == 0 ? 4 : 0;
+          std::vector<std::int32_t> want_idx, want_dist;
+          reference_knn(q, t, bytes, k, want_idx, want_dist);
+          SCOPED_TRACE(::testing::Message() << "bytes=" << bytes << " trains=" << trains << " kind=" << kind
+                                            << " k=" << k << " offset=" << offset << " (seed " << seed << ")");
+          expect_both_paths_give(ws, q, t, bytes, k, want_idx, want_dist, offset);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
+// A batch mixing tiny and large pairs (one query against thousands of rows, thousands against
+// one, and a 4000 x 9000 pair among them), every k from 1 to 8.
+TEST(CudaMatch, MixedBatchAgainstBitwiseBruteForce) {
+  MR_REQUIRE_GPU();
+  const std::uint64_t seed = seed_for("match mixed batch");
+  std::mt19937_64 rng(seed);
+  mc::workspace ws;
+  const int bytes = 32;
+  const std::pair<int, int> sizes[] = {{1, 3000}, {3000, 1}, {4000, 9000}, {2, 2}, {129, 129}, {0, 50},
+                                       {50, 0}, {700, 2500}, {1, 1}, {257, 513}};
+  constexpr int pairs = sizeof(sizes) / sizeof(sizes[0]);
+  std::vector<std::vector<std::uint8_t>> q(pairs), t(pairs);
+  for (int i = 0; i < pairs; ++i) {
+    q[i] = random_descriptors(std::size_t(sizes[i].first), bytes, rng(), i % 2 == 0);
+    t[i] = random_descriptors(std::size_t(sizes[i].second), bytes, rng(), i % 2 == 0);
+  }
+  for (int k = 1; k <= 8; k += (k < 3 ? 1 : 5)) {
+    std::vector<multireduce::cuda::device_buffer<std::uint8_t>> dq, dt;
+    std::vector<multireduce::cuda::device_buffer<std::int32_t>> idx, dist;
+    std::vector<mc::knn_pair> batch(pairs);
+    for (int i = 0; i < pairs; ++i) {
+      dq.push_back(on_device<std::uint8_t>(q[i]));
+      dt.push_back(on_device<std::uint8_t>(t[i]));
+      idx.push_back(on_device<std::int32_t>(std::size_t(sizes[i].first) * k));
+      dist.push_back(on_device<std::int32_t>(std::size_t(sizes[i].first) * k));
+      batch[i] = mc::knn_pair{dq[i].data(), sizes[i].first, dt[i].data(), sizes[i].second, idx[i].data(), dist[i].data()};
+    }
+    std::vector<std::vector<std::int32_t>> want_idx(pairs), want_dist(pairs);
+    for (int i = 0; i < pairs; ++i) reference_knn(q[i], t[i], bytes, k, want_idx[i], want_dist[i]);
+    for (auto path : gpu_paths()) {
+      SCOPED_TRACE(::testing::Message() << name(path) << " k=" << k << " (seed " << seed << ")");
+      for (int i = 0; i < pairs; ++i) idx[i].fill_bytes(0xA5), dist[i].fill_bytes(0xA5);
+      mc::knn_hamming_batched_async(ws, batch.data(), pairs, bytes, k, path);
+      for (int i = 0; i < pairs; ++i) {
+        SCOPED_TRACE(::testing::Message() << "pair " << i);
+        ASSERT_EQ(host_copy(idx[i]), want_idx[i]);
+        ASSERT_EQ(host_copy(dist[i]), want_dist[i]);
       }
     }
   }

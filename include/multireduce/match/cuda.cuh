@@ -3,7 +3,9 @@
 // searches included). The contract is match/match.hpp's: for every query the k nearest training
 // descriptors, by distance then by training index (OpenCV's order), -1 past the training set.
 //
-// Two kernels:
+// Three kernels (match_path; automatic picks as docs/match.md says):
+//  - wgmma (sm_90 GPUs, code built for sm_90a, detail/wgmma_kernel.cuh): warpgroup binary MMA,
+//    wgmma.mma_async m64n128k256 with AND + popcount, and an epilogue on two pairs per instruction;
 //  - tensor_core (sm_80 and newer, detail/tensor_kernel.cuh): binary mma.sync with AND + popcount,
 //    hamming(a, b) = popc(a) + popc(b) - 2 popc(a AND b); the top-k epilogue is the cost;
 //  - popcount (any GPU, detail/popcount_kernel.cuh): the paper's section-8 kernel, the distances
@@ -44,7 +46,8 @@ using multireduce::match_path;
 /// `bytes` bytes (a multiple of 4, at most match_max_bytes) in device memory aligned to 4 bytes.
 /// CUB style: temp_storage == nullptr queries temp_bytes. Asynchronous on `stream`.
 /// @return cudaErrorInvalidValue for bad sizes or misaligned rows, cudaErrorNotSupported for
-/// match_path::tensor_core below sm_80, or the launch error.
+/// match_path::tensor_core below sm_80 or match_path::wgmma where the sm_90a kernel is not there
+/// (another GPU, or code built without sm_90a), or the launch error.
 [[nodiscard]] inline cudaError_t knn_hamming(void* temp_storage, std::size_t& temp_bytes, const std::uint8_t* query,
                                              std::int64_t queries, const std::uint8_t* train, std::int64_t trains,
                                              int bytes, int k, std::int32_t* idx, std::int32_t* dist,

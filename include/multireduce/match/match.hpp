@@ -27,8 +27,12 @@ struct match_rule {
   bool cross_check = false;  ///< keep only when the query is its nearest training descriptor's nearest query
 };
 
-/// Which kernel the GPU matcher runs. automatic: tensor_core on sm_80 and newer, else popcount.
-enum class match_path { automatic, tensor_core, popcount };
+/// Which kernel the GPU matcher runs. automatic: wgmma where the code was built for sm_90a and
+/// runs on an sm_90 GPU (H100, H200), else tensor_core on sm_80 and newer, else popcount.
+///  - wgmma: warpgroup binary MMA (wgmma.mma_async, sm_90a only) with a packed 16-bit epilogue;
+///  - tensor_core: warp binary MMA (mma.sync m16n8k256, sm_80 and newer);
+///  - popcount: CUDA cores only, any GPU.
+enum class match_path { automatic, tensor_core, popcount, wgmma };
 
 /// One search of a batch: the k nearest of each of the `queries` rows of `query` among the
 /// `trains` rows of `train`, written to idx and dist (queries x k int32). All pointers are in the

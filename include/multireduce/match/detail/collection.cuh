@@ -34,7 +34,10 @@ inline cudaError_t launch_collection_search(const std::uint8_t* query, std::int6
   if (queries == 0 || slices == 0) return cudaSuccess;
   // Every launch fills queries x slices lists: the warp tiles are chosen on that count.
   knn_config c{};
-  if (const cudaError_t e = choose_knn_kernel(bytes, k, path, queries * slices, c); e != cudaSuccess) return e;
+  if (const cudaError_t e = choose_knn_kernel(bytes, k, path, queries * slices, c,
+                                              bytes * 8 >= collection_tuning::wgmma_min_bits);
+      e != cudaSuccess)
+    return e;
   const auto query_blocks = static_cast<std::int32_t>((queries + c.block_queries - 1) / c.block_queries);
   knn_launch search{};
   search.count = 1;
@@ -51,8 +54,12 @@ inline cudaError_t launch_collection_search(const std::uint8_t* query, std::int6
                                   0,
                                   0,
                                   slice_bounds};
+  // The wgmma kernel takes a 1-D grid (its one instantiation reads the table); the others (query
+  // blocks, slices).
   const knn_kernel_choice kernel = c.kcap <= 2 ? knn_kernel_for<2, false>(c) : knn_kernel_for<8, false>(c);
-  return launch(kernel.kernel, dim3(unsigned(query_blocks), unsigned(slices)), kernel.threads, 0, stream, search,
+  if (const cudaError_t e = kernel.prepare(); e != cudaSuccess) return e;
+  const dim3 grid = c.wgmma ? dim3(unsigned(std::int64_t(query_blocks) * slices)) : dim3(unsigned(query_blocks), unsigned(slices));
+  return launch(kernel.kernel, grid, kernel.threads, kernel.shared_bytes, stream, search,
                 bytes / 4);
 }
 

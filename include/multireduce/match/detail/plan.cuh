@@ -18,12 +18,14 @@
 #include "search.cuh"
 #include "tensor_kernel.cuh"
 #include "tuning.cuh"
+#include "wgmma_kernel.cuh"
 
 namespace multireduce::cuda::detail {
 
 /// What every search of a call shares: the kernel, its list length and its tile shape.
 struct knn_config {
   bool tensor;
+  bool wgmma;       // tensor: the warpgroup kernel (sm_90a) rather than mma.sync
   int kcap, units;  // units: chunks of 256 bits (tensor) or words per lane (popcount)
   int m_tiles;      // tensor: 16-query tiles per warp
   int block_queries;
@@ -50,11 +52,20 @@ inline bool valid_knn_pair(const knn_pair& p) {
 struct knn_kernel_choice {
   void (*kernel)(knn_launch, int);
   int threads;
+  int shared_bytes = 0;  // dynamic shared memory
+  /// Allows the kernel its dynamic shared memory (past the default 48 KB with the static).
+  cudaError_t prepare() const {
+    return shared_bytes > 0 ? cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes)
+                            : cudaSuccess;
+  }
 };
 template <int Kcap, bool Batch>
 knn_kernel_choice knn_kernel_for(const knn_config& c) {
   auto pick = [&](auto units) -> knn_kernel_choice {
     constexpr int U = decltype(units)::value;
+    // One wgmma kernel for lone searches and batches (a 1-D grid and the table's look-up once per
+    // block): half the instantiations, and its registers are not the limit there.
+    if (c.wgmma) return {knn_wgmma_kernel<U, Kcap, true>, knn_tuning::wgmma_block_threads, wgmma_shared_bytes(U)};
     if (c.tensor && c.m_tiles == 4 && U <= 2 && Kcap == 2)
       return {knn_tensor_kernel<U <= 2 ? U : 2, 2, 4, Batch>, knn_tuning::tensor_block_threads};
     if (c.tensor) return {knn_tensor_kernel<U, Kcap, Kcap <= 2 ? 2 : 1, Batch>, knn_tuning::tensor_block_threads};
@@ -68,20 +79,38 @@ knn_kernel_choice knn_kernel_for(const knn_config& c) {
   }
 }
 
+/// Whether the current GPU runs the warpgroup kernel: an sm_90 GPU and code built for sm_90a.
+inline bool wgmma_usable(int major, int minor) {
+  return major == 9 && minor == 0 && wgmma_kernel_built(reinterpret_cast<const void*>(knn_wgmma_kernel<1, 2, true>));
+}
+
 /// The kernel and tile shape for descriptors of `bytes`, k neighbours and `lists` (query, slice)
-/// lists to fill: tensor cores on sm_80+ (or as `path` says), the list length, the 256-bit units
-/// and the 16-query tiles per warp.
-inline cudaError_t choose_knn_kernel(int bytes, int k, match_path path, std::int64_t lists, knn_config& c) {
-  int device = 0, major = 0;
+/// lists to fill: the warpgroup kernel where usable, else mma.sync on sm_80+ (or as `path` says),
+/// the list length, the 256-bit units and the 16-query tiles per warp.
+/// `wgmma_when_automatic` false: `automatic` keeps to mma.sync (the collection matcher at 256 bits).
+inline cudaError_t choose_knn_kernel(int bytes, int k, match_path path, std::int64_t lists, knn_config& c,
+                                     bool wgmma_when_automatic = true) {
+  int device = 0, major = 0, minor = 0;
   if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
   if (const cudaError_t e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device); e != cudaSuccess)
     return e;
+  if (const cudaError_t e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device); e != cudaSuccess)
+    return e;
   if (path == match_path::tensor_core && major < 8) return cudaErrorNotSupported;
-  c.tensor = path == match_path::tensor_core || (path == match_path::automatic && major >= 8);
+  const bool usable = (path == match_path::wgmma || path == match_path::automatic) && wgmma_usable(major, minor);
+  if (path == match_path::wgmma && !usable) return cudaErrorNotSupported;
+  // automatic: the warpgroup kernel for searches of many lists (its 256-query blocks), mma.sync
+  // for the others (knn_tuning::wgmma_min_lists has the figures).
+  const bool wgmma =
+      usable && (path == match_path::wgmma || (wgmma_when_automatic && lists >= knn_tuning::wgmma_min_lists));
+  c.wgmma = wgmma;
+  c.tensor = wgmma || path == match_path::tensor_core || (path == match_path::automatic && major >= 8);
   c.kcap = k <= 2 ? 2 : 8;
-  c.units = (bytes / 4 + 7) / 8;  // both kernels: 8 words = 256 bits per unit
+  c.units = (bytes / 4 + 7) / 8;  // every kernel: 8 words = 256 bits per unit
   c.m_tiles = knn_tuning::tensor_m_tiles(c.kcap, c.units, lists);
-  c.block_queries = c.tensor ? knn_tuning::tensor_block_threads / 32 * 16 * c.m_tiles : knn_tuning::popcount_block_threads;
+  c.block_queries = c.wgmma    ? knn_tuning::wgmma_block_queries
+                    : c.tensor ? knn_tuning::tensor_block_threads / 32 * 16 * c.m_tiles
+                               : knn_tuning::popcount_block_threads;
   return cudaSuccess;
 }
 
@@ -105,7 +134,9 @@ inline cudaError_t configure_knn(const knn_pair* pairs, int count, int bytes, in
   if (c.tensor && c.searches == 1) {
     const knn_kernel_choice lone = c.kcap <= 2 ? knn_kernel_for<2, false>(c) : knn_kernel_for<8, false>(c);
     int per_sm = 0;
-    if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, lone.kernel, lone.threads, 0);
+    if (const cudaError_t e = lone.prepare(); e != cudaSuccess) return e;
+    if (const cudaError_t e =
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, lone.kernel, lone.threads, lone.shared_bytes);
         e != cudaSuccess)
       return e;
     c.resident = std::int64_t(per_sm) * sm_count();
@@ -157,10 +188,12 @@ template <int Kcap>
 cudaError_t launch_knn_kernels(const knn_config& c, const knn_launch& searches, int blocks, int words, int k,
                                std::int64_t most_queries, cudaStream_t stream) {
   // One search: a (query blocks, slices) grid; several: a 1-D grid and the table search.
-  const bool batch = searches.count > 1;
+  const bool batch = searches.count > 1 || c.wgmma;
   const knn_kernel_choice search = batch ? knn_kernel_for<Kcap, true>(c) : knn_kernel_for<Kcap, false>(c);
   const dim3 grid = batch ? dim3(blocks) : dim3(searches.problem[0].query_blocks, searches.problem[0].slices);
-  if (const cudaError_t e = launch(search.kernel, grid, search.threads, 0, stream, searches, words); e != cudaSuccess)
+  if (const cudaError_t e = search.prepare(); e != cudaSuccess) return e;
+  if (const cudaError_t e = launch(search.kernel, grid, search.threads, search.shared_bytes, stream, searches, words);
+      e != cudaSuccess)
     return e;
   constexpr int threads = knn_tuning::finish_threads;
   const std::int64_t x = (most_queries + threads - 1) / threads;

@@ -34,8 +34,31 @@ namespace multireduce::cuda::detail {
 ///    10,000^2 at 512 bits 0.81 -> 0.90 T/s (H200, 2026-11-21, bench match).
 ///  - finish_threads = 256: not tuned: the finish kernel merges the slices' lists, a thread per
 ///    query, and reads slices x queries x k keys once.
+/// The warpgroup (wgmma, sm_90a) kernel, measured on the H200 (nvidia-h200 kind), 2026-11-26, a
+/// probe of knn_hamming at 65,536^2 and 10,000^2, k = 2, random descriptors, median of 10, against
+/// the mma.sync kernel in the same process (3.32 / 2.44 T/s at 256 / 512 bits, 65,536^2; 0.95 /
+/// 0.86 at 10,000^2); the runs, and what was tried and not kept, in docs/tuning-log.md:
+///  - wgmma_block_threads = 512 (4 warpgroups of 64 queries), wgmma_train_tile = 256 rows (two
+///    m64n128k256 wgmmas per 256-bit chunk), wgmma_block_queries = 256, wgmma_blocks_per_sm = 1:
+///    each training row is copied and popcounted once per 256 queries. With the epilogue removed
+///    the kernel ran 4.1 / 2.3 T/s with 64 queries a block, 7.8 / 4.4 with 128 and 14.9 / 8.4 with
+///    256 (the raw wgmma rate: 30.3 / 15.2); with it, 4.19 / 3.56 T/s at 65,536^2 (128 queries a
+///    block: 3.53 / 2.92), but 0.80 / 0.75 at 10,000^2 (128 a block: 0.94 / 0.87).
+///  - wgmma_min_lists = 32,768: `automatic` takes the wgmma kernel for searches of at least this
+///    many (query, slice) lists and mma.sync below: at 10,000 queries the 256-query blocks lose
+///    to mma.sync (0.80 against 0.95 T/s), at 65,536 they win (4.19 against 3.32).
+///  - wgmma_stages: the ring of tiles in shared memory, 4 up to 512 bits, 3 above (at least 3:
+///    copies go to the buffer of the tile two back); 6 or 8 stages measured the same (3.49 / 3.55
+///    against 3.53 T/s at 256 bits with 128-query blocks).
+///  - Registers: 128 a thread (512 threads, one block an SM); k > 2 spills up to 276 bytes.
 struct knn_tuning {
   static constexpr int popcount_block_threads = 256, tensor_block_threads = 128, tensor_train_tile = 128;
+  static constexpr int wgmma_block_threads = 512, wgmma_train_tile = 256, wgmma_block_queries = 256;
+  static constexpr int wgmma_blocks_per_sm = 1;
+  static constexpr std::int64_t wgmma_min_lists = 32768;
+  /// Shared-memory buffers of the wgmma kernel's ring (at least 3: two tiles in the tensor cores'
+  /// hands, the copies of the next going to a third).
+  __host__ __device__ static constexpr int wgmma_stages(int chunks) { return chunks <= 2 ? 4 : 3; }
   static constexpr int popcount_blocks_per_sm = 32, tensor_blocks_per_sm = 8, finish_threads = 256;
   static constexpr std::int64_t min_slice_rows = 512;
   static constexpr double whole_wave_fill = 0.95;
@@ -54,10 +77,14 @@ struct knn_tuning {
 ///    slices); not tuned.
 ///  - accept_threads = 256: the accept kernel's block; not tuned (it reads each list once).
 ///  - free_memory_share = 0.8: the budget when none is given, of the free GPU memory; not tuned.
+///  - wgmma_min_bits = 512: `automatic` takes the wgmma kernel for descriptors of at least this
+///    width, mma.sync below: 1000 x 8192, all pairs, 256-bit: wgmma 12.69 s, mma.sync 10.18 s;
+///    512-bit: 13.94 s against 14.87 (H200, 2026-11-26, bench match-all --kernel wgmma|mma_sync).
 struct collection_tuning {
   static constexpr std::int64_t round_rows = std::int64_t(1) << 22;
   static constexpr int round_pairs = 8192, accept_threads = 256;
   static constexpr double free_memory_share = 0.8;
+  static constexpr int wgmma_min_bits = 512;
 };
 
 }  // namespace multireduce::cuda::detail
