@@ -20,6 +20,7 @@ struct options {
   int warmup = 5;           ///< untimed runs first
   int device = 0;           ///< CUDA device ordinal
   bool quick = false;       ///< a reduced configuration set (smoke test)
+  std::string kernel;       ///< the matcher suites: "" every kernel, else wgmma, mma_sync or popcount
 };
 
 /// A benchmark suite: prints its tables, fills `record` (a JSON object it owns the keys of), and

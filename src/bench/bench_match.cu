@@ -1,7 +1,8 @@
 // bench_match.cu -- `multireduce bench match`: brute-force Hamming 2-NN (the ratio test's input)
-// on random descriptors, the binary tensor-core kernel side by side with the CUDA-core popcount
-// kernel (the paper's section-8 CUDAK2NN kernel, modernised: multireduce's warp_multi_reduce, no
-// texture objects, any size). Every configuration is verified against the CPU matcher on a sample
+// on random descriptors, the matcher's kernels side by side: the warpgroup tensor-core kernel
+// (wgmma, sm_90a), the warp tensor-core kernel (mma.sync, the baseline it replaced) and the
+// CUDA-core popcount kernel (the paper's section-8 CUDAK2NN kernel, modernised:
+// multireduce's warp_multi_reduce, no texture objects, any size); `--kernel` picks one. Every configuration is verified against the CPU matcher on a sample
 // of queries before it is timed. Figures: comparisons per second = queries x training / time.
 #include <algorithm>
 #include <cstdint>
@@ -41,6 +42,23 @@ bool run_streamed(const options& opts, nlohmann::json& results);
 
 }  // namespace
 
+std::vector<std::pair<const char*, mc::match_path>> match_kernels(const options& opts, bool with_popcount) {
+  int device = 0, major = 0, minor = 0;
+  MULTIREDUCE_BENCH_CHECK(cudaGetDevice(&device));
+  MULTIREDUCE_BENCH_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  MULTIREDUCE_BENCH_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  std::vector<std::pair<const char*, mc::match_path>> kernels;
+  auto wanted = [&](const char* name) { return opts.kernel.empty() || opts.kernel == name; };
+  if (wanted("wgmma")) {
+    if (mc::detail::wgmma_usable(major, minor)) kernels.emplace_back("wgmma", mc::match_path::wgmma);
+    else std::printf("(wgmma: not run -- %s)\n", major == 9 && minor == 0 ? "this build has no sm_90a code" : "not an sm_90 GPU");
+  }
+  if (wanted("mma_sync") && major >= 8) kernels.emplace_back("mma_sync", mc::match_path::tensor_core);
+  if (wanted("popcount") && (with_popcount || opts.kernel == "popcount"))
+    kernels.emplace_back("popcount", mc::match_path::popcount);
+  return kernels;
+}
+
 bool match_throughput(const options& opts, const std::vector<match_config>& configs, nlohmann::json& rows) {
   const int k = 2;
   bool ok = true;
@@ -54,8 +72,7 @@ bool match_throughput(const options& opts, const std::vector<match_config>& conf
     device_buffer<std::int32_t> idx(std::size_t(c.queries * k)), dist(std::size_t(c.queries * k));
     const std::int64_t sample = std::min<std::int64_t>(512, c.queries), last = c.queries - sample;
     mc::workspace ws;
-    for (auto path : {mc::match_path::tensor_core, mc::match_path::popcount}) {
-      const char* name = path == mc::match_path::tensor_core ? "tensor_core" : "popcount";
+    for (const auto& [name, path] : match_kernels(opts, true)) {
       auto run = [&] { mc::knn_hamming_async(ws, dq.data(), c.queries, dt.data(), c.trains, c.bytes, k, idx.data(), dist.data(), path); };
       idx.fill_bytes(0xff);
       dist.fill_bytes(0xff);
@@ -117,13 +134,19 @@ bool run_batched(const options& opts, nlohmann::json& results) {
   std::printf("\n%d image pairs of 500..3000 x 500..3000 ORB descriptors (%.3g comparisons), k = 2\n", pairs, comparisons);
   std::printf("%-28s %10s %12s\n", "call", "ms", "T cmp/s");
   nlohmann::json rows = nlohmann::json::array();
-  for (int batched = 1; batched >= 0; --batched) {
-    auto run = [&] {
-      if (batched) mc::knn_hamming_batched_async(ws, batch.data(), pairs, bytes, k);
+  // The batched call with each tensor-core kernel, then a call per pair (the default kernel).
+  std::vector<std::pair<std::string, mc::match_path>> calls;
+  for (const auto& [kernel, path] : match_kernels(opts, false))
+    calls.emplace_back(std::string("batched, ") + kernel, path);
+  calls.emplace_back("knn_hamming per pair", mc::match_path::automatic);
+  for (const auto& [call_name, path] : calls) {
+    const bool batched = path != mc::match_path::automatic;
+    auto run = [&, path = path] {
+      if (batched) mc::knn_hamming_batched_async(ws, batch.data(), pairs, bytes, k, path);
       else
         for (const auto& p : batch) mc::knn_hamming_async(ws, p.query, p.queries, p.train, p.trains, bytes, k, p.idx, p.dist);
     };
-    const char* name = batched ? "knn_hamming_batched (1 call)" : "knn_hamming per pair";
+    const char* name = call_name.c_str();
     idx.fill_bytes(0xff);
     dist.fill_bytes(0xff);
     run();
@@ -133,7 +156,7 @@ bool run_batched(const options& opts, nlohmann::json& results) {
     const timing t = time_launches(run, std::min(opts.warmup, 2), std::min(opts.repetitions, 21));
     const double rate = comparisons / (t.median_ms * 1e-3) / 1e12;
     std::printf("%-28s %10.3f %12.3f\n", name, t.median_ms, rate);
-    rows.push_back({{"pairs", pairs}, {"call", batched ? "batched" : "per_pair"}, {"bits", bytes * 8}, {"k", k},
+    rows.push_back({{"pairs", pairs}, {"call", batched ? "batched" : "per_pair"}, {"kernel", batched ? call_name.substr(9) : "automatic"}, {"bits", bytes * 8}, {"k", k},
                     {"comparisons", comparisons}, {"ms", t.median_ms}, {"tera_comparisons_per_s", rate}});
   }
   results["match_batched"] = rows;
@@ -215,7 +238,7 @@ int run_match_huge_on(const options& opts, const device_info&, nlohmann::json& r
 }
 
 const bool registered =
-    register_suite({"match", "the matcher's two GPU paths, batches and streaming", true, &on_gpu<run_match>}) &&
+    register_suite({"match", "the matcher's GPU kernels side by side, batches and streaming", true, &on_gpu<run_match>}) &&
     register_suite({"match-huge", "one 1,000,000 x 1,000,000 search", true, &on_gpu<run_match_huge_on>});
 
 }  // namespace

@@ -55,15 +55,21 @@ bool run_collection(const options& opts, std::int64_t images, std::int64_t rows,
   mc::workspace ws;
 
   // The collection matcher, its first run kept for the checks.
+  // --kernel: the collection matcher's search kernel (default: the one this GPU runs by default).
+  mc::collection_options kernel_choice;
+  kernel_choice.path = opts.kernel == "wgmma"      ? mc::match_path::wgmma
+                       : opts.kernel == "mma_sync" ? mc::match_path::tensor_core
+                       : opts.kernel == "popcount" ? mc::match_path::popcount
+                                                   : mc::match_path::automatic;
   collection_collector collector(pairs.size());
   auto start = std::chrono::steady_clock::now();
-  mc::match_collection(ws, c, pairs, 2, rule, collector.callback());
+  mc::match_collection(ws, c, pairs, 2, rule, collector.callback(), kernel_choice);
   const double first_run = seconds_since(start);
   const collection_matches found = collector.take();
   std::vector<double> runs{first_run};
   for (int r = 1; r < (opts.quick ? 1 : 3); ++r) {
     start = std::chrono::steady_clock::now();
-    mc::match_collection(ws, c, pairs, 2, rule, [](std::int64_t, std::span<const match>) {});
+    mc::match_collection(ws, c, pairs, 2, rule, [](std::int64_t, std::span<const match>) {}, kernel_choice);
     runs.push_back(seconds_since(start));
   }
   std::sort(runs.begin(), runs.end());
@@ -102,6 +108,7 @@ bool run_collection(const options& opts, std::int64_t images, std::int64_t rows,
               (long long)images, (long long)rows, bytes * 8, pairs.size(), collection_s, rate, found.matches.size(),
               per_pair_s, (long long)timed_pairs, speedup);
   out.push_back({{"images", images}, {"descriptors_per_image", rows}, {"bits", bytes * 8}, {"pairs", pairs.size()},
+                 {"kernel", opts.kernel.empty() ? "automatic" : opts.kernel},
                  {"ratio", 0.8}, {"comparisons", comparisons}, {"seconds", collection_s}, {"runs", runs.size()},
                  {"tera_comparisons_per_s", rate}, {"kept_matches", found.matches.size()},
                  {"per_pair_seconds_estimated", per_pair_s}, {"per_pair_timed_pairs", timed_pairs},

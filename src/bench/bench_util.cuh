@@ -26,6 +26,7 @@
 #include <multireduce/cuda/detail/error.cuh>
 #include <multireduce/cuda/detail/stream.cuh>
 #include <multireduce/cuda/workspace.cuh>
+#include <multireduce/match/match.hpp>
 #include <multireduce/operators.hpp>
 
 #include "bench.hpp"
@@ -286,8 +287,11 @@ struct match_config {
   std::int64_t queries, trains;
   int bytes;  ///< descriptor width: 32 (256-bit ORB) or 64 (512-bit BRISK)
 };
-/// Times both GPU paths (tensor cores, the CUDAK2NN-style popcount kernel) of a k = 2 search per
-/// config, each verified against the CPU matcher on 1024 queries first; one row per path and config.
+/// The matcher kernels a suite runs side by side (--kernel: only that one): wgmma where this GPU
+/// and build run it, mma_sync from sm_80, popcount when `with_popcount` (or asked for by name).
+std::vector<std::pair<const char*, multireduce::match_path>> match_kernels(const options& opts, bool with_popcount);
+/// Times the GPU kernels (match_kernels) of a k = 2 search per config, each verified against the
+/// CPU matcher on 1024 queries first; one row per kernel and config.
 /// @return false when a path's results were wrong (its row is then left out).
 bool match_throughput(const options& opts, const std::vector<match_config>& configs, nlohmann::json& rows);
 

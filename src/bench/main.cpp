@@ -41,6 +41,10 @@ int run_bench(int argc, char** argv) {
   cli::add_integer(app, "--device", [&bench](std::int64_t v) { bench.device = int(v); }, "CUDA device ordinal (0)", 0,
                    std::numeric_limits<int>::max(), "a device number");
   app.add_flag("--quick", bench.quick, "a reduced configuration set");
+  app.add_option("--kernel", bench.kernel,
+                 "match, match-all: only this matcher kernel (wgmma: warpgroup MMA, sm_90a; mma_sync: the warp "
+                 "MMA kernel, sm_80+; popcount: CUDA cores); default: each this GPU runs, side by side")
+      ->check(CLI::IsMember({"wgmma", "mma_sync", "popcount"}));
   app.footer("Exit codes: 0 every result verified, 1 a result wrong or no GPU for a GPU suite, 2 usage errors.");
 
   if (const auto code = cli::parse_command_line(app, argc, argv, "multireduce bench")) return *code;
