@@ -29,8 +29,10 @@ namespace multireduce::cuda::detail {
 
 /// The biased distance of a pair less its query's popcount: popc(b) + bias - 2 popc(a AND b), in
 /// [0, 2 bias] for descriptors of up to 1024 bits; padding rows past the training set's end get
-/// wgmma_padding (never below a limit), and a list that is not full has the limit wgmma_open.
-inline constexpr std::uint32_t wgmma_bias = 1024, wgmma_padding = 0xffff, wgmma_open = 0x8000;
+/// wgmma_padding, and a list that is not full has the limit wgmma_open: above every real value,
+/// not above the padding, and below 2^15 (halves_below's condition).
+inline constexpr std::uint32_t wgmma_bias = 1024, wgmma_open = 0x7fff, wgmma_padding = wgmma_open;
+static_assert(2 * wgmma_bias < wgmma_open && wgmma_open < 0x8000);
 
 #if defined(MULTIREDUCE_MATCH_WGMMA_BODY)
 
@@ -75,9 +77,9 @@ __device__ __forceinline__ void wgmma_and_popc(std::uint32_t (&d)[64], const std
 
 #endif  // MULTIREDUCE_MATCH_WGMMA_BODY
 
-/// The 16-bit halves of `x` below `limit` (limit <= wgmma_open, each in both halves of `limits`):
-/// bit 15 / bit 31 set. (x | 0x8000) - limit cannot borrow across the halves and has bit 15 clear
-/// exactly when x < limit, padding (0xffff) included.
+/// The 16-bit halves of `x` below `limit` (each half of x and the limit below 2^15; the limit in
+/// both halves of `limits`): bit 15 / bit 31 set. (x | 0x8000) - limit cannot borrow across the
+/// halves and has bit 15 clear exactly when x < limit.
 __device__ __forceinline__ std::uint32_t halves_below(std::uint32_t x, std::uint32_t limits) {
   return ~((x | 0x80008000u) - limits) & 0x80008000u;
 }
