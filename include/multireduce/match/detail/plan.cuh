@@ -187,7 +187,8 @@ inline knn_pair_plan plan_knn_pair(const knn_config& c, const knn_pair& p) {
 template <int Kcap>
 cudaError_t launch_knn_kernels(const knn_config& c, const knn_launch& searches, int blocks, int words, int k,
                                std::int64_t most_queries, cudaStream_t stream) {
-  // One search: a (query blocks, slices) grid; several: a 1-D grid and the table search.
+  // One search: a (query blocks, slices) grid; several, or the wgmma kernel: a 1-D grid and the
+  // table search.
   const bool batch = searches.count > 1 || c.wgmma;
   const knn_kernel_choice search = batch ? knn_kernel_for<Kcap, true>(c) : knn_kernel_for<Kcap, false>(c);
   const dim3 grid = batch ? dim3(blocks) : dim3(searches.problem[0].query_blocks, searches.problem[0].slices);

@@ -5,8 +5,9 @@
 // pairs per instruction: the distances less the query's popcount, biased to be non-negative, fit
 // 16 bits, so a pair of columns is one packed word, one byte-permute and one multiply-add make it,
 // and a three-way 16-bit min (VIMNMX3.U16x2) folds two words into the row's minimum over the tile.
-// Only a row whose minimum beats its current k-th best (rare once the lists fill) walks its
-// columns and inserts the winners exactly, so the lists are the mma.sync kernel's, bit for bit.
+// Only a row whose minimum beats its current k-th best (rare once the lists fill) marks its columns
+// below it in a bit mask and inserts those exactly, so the lists are the mma.sync kernel's, bit for
+// bit.
 //
 // The kernel exists only in code built for sm_90a (CMAKE_CUDA_ARCHITECTURES 90a-real): elsewhere
 // its body is empty and has no shared memory, which is how the host tells (wgmma_kernel_built).
@@ -154,11 +155,11 @@ struct wgmma_rows {
 /// Block: wgmma_block_threads / 128 warpgroups, each with 64 queries' A fragments in registers
 /// (warp w of the block holds rows 16w .. 16w + 15 of the block's queries), sharing the training
 /// tiles of wgmma_train_tile rows, searched 128 rows at a time (one wgmma per 256-bit chunk).
-/// The training rows of the block's slice come through shared memory (dynamic, wgmma_shared_bytes)
-/// 128 at a time in a ring of `stages` buffers, laid out as wgmma's no-swizzle K-major core
-/// matrices: for 256-bit chunk c, row r's half h (16 bytes) at c x 4096 + (r / 8) x 256 + h x 128
-/// + (r % 8) x 16. Beside each tile, the biased popcounts of its rows, packed two columns (2p, 2p +
-/// 1) per word and ordered so that lane t of a group reads its 16 words with four 16-byte loads.
+/// The tiles come through shared memory (dynamic, wgmma_shared_bytes) in a ring of `stages`
+/// buffers, laid out as wgmma's no-swizzle K-major core matrices: for 256-bit chunk c, row r's half
+/// h (16 bytes) at c x 32 x tile + (r / 8) x 256 + h x 128 + (r % 8) x 16. Beside each tile, the
+/// biased popcounts of its rows, packed two columns (2p, 2p + 1) per word and ordered so that lane t
+/// of a group reads its 16 words of each 128 rows with four 16-byte loads.
 /// cp.async copies tile j + stages - 2 while tile j is searched; mbarriers, not block barriers,
 /// say when a tile is in and when its buffer is free.
 /// Accumulator layout (lane: g = lane / 4, t = lane % 4): d[4j], d[4j+1] = row g, columns 8j + 2t
