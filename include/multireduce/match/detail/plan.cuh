@@ -65,7 +65,7 @@ knn_kernel_choice knn_kernel_for(const knn_config& c) {
     constexpr int U = decltype(units)::value;
     // One wgmma kernel for lone searches and batches (a 1-D grid and the table's look-up once per
     // block): half the instantiations, and its registers are not the limit there.
-    if (c.wgmma) return {knn_wgmma_kernel<U, Kcap, true>, knn_tuning::wgmma_block_threads, wgmma_shared_bytes(U)};
+    if (c.wgmma) return {knn_wgmma_kernel<U, Kcap>, knn_tuning::wgmma_block_threads, wgmma_shared_bytes(U)};
     if (c.tensor && c.m_tiles == 4 && U <= 2 && Kcap == 2)
       return {knn_tensor_kernel<U <= 2 ? U : 2, 2, 4, Batch>, knn_tuning::tensor_block_threads};
     if (c.tensor) return {knn_tensor_kernel<U, Kcap, Kcap <= 2 ? 2 : 1, Batch>, knn_tuning::tensor_block_threads};
@@ -81,7 +81,7 @@ knn_kernel_choice knn_kernel_for(const knn_config& c) {
 
 /// Whether the current GPU runs the warpgroup kernel: an sm_90 GPU and code built for sm_90a.
 inline bool wgmma_usable(int major, int minor) {
-  return major == 9 && minor == 0 && wgmma_kernel_built(reinterpret_cast<const void*>(knn_wgmma_kernel<1, 2, true>));
+  return major == 9 && minor == 0 && wgmma_kernel_built(reinterpret_cast<const void*>(knn_wgmma_kernel<1, 2>));
 }
 
 /// The kernel and tile shape for descriptors of `bytes`, k neighbours and `lists` (query, slice)

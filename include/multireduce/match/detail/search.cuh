@@ -63,6 +63,28 @@ __device__ __forceinline__ std::uint32_t descriptor_word(const std::uint32_t* ro
   return r < count && w < words ? __ldg(rows + r * words + w) : 0u;
 }
 
+/// The mma.sync m16n8k256 A fragment (the wgmma one too, per warp) of 256-bit chunks 0..C-1 for
+/// query rows r0 and r0 + 8 (lane: t = lane % 4; words t and t + 4 of each chunk), and the two
+/// rows' popcounts summed over the four lanes of the group.
+template <int C>
+__device__ __forceinline__ void load_query_fragments(const std::uint32_t* rows, std::int64_t count, int words,
+                                                     std::int64_t r0, int t, std::uint32_t (&a)[C][4],
+                                                     std::int32_t (&popc)[2]) {
+  int p0 = 0, p1 = 0;
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    a[c][0] = descriptor_word(rows, count, words, r0, c * 8 + t);
+    a[c][1] = descriptor_word(rows, count, words, r0 + 8, c * 8 + t);
+    a[c][2] = descriptor_word(rows, count, words, r0, c * 8 + t + 4);
+    a[c][3] = descriptor_word(rows, count, words, r0 + 8, c * 8 + t + 4);
+    p0 += __popc(a[c][0]) + __popc(a[c][2]);
+    p1 += __popc(a[c][1]) + __popc(a[c][3]);
+  }
+  p0 += __shfl_xor_sync(0xffffffffu, p0, 1), p1 += __shfl_xor_sync(0xffffffffu, p1, 1);
+  p0 += __shfl_xor_sync(0xffffffffu, p0, 2), p1 += __shfl_xor_sync(0xffffffffu, p1, 2);
+  popc[0] = p0, popc[1] = p1;
+}
+
 /// One search of a launch: a query set against a training set (device rows of 32-bit words; the
 /// counts fit int32), planned as query_blocks x slices blocks from first_block on.
 struct knn_problem {

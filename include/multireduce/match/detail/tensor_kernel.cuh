@@ -58,22 +58,8 @@ __global__ void __launch_bounds__(knn_tuning::tensor_block_threads)
   std::uint32_t a[Mt][C][4];
   std::int32_t query_popc[Mt][2];
 #pragma unroll
-  for (int mt = 0; mt < Mt; ++mt) {
-    const std::int64_t r0 = warp_first + mt * 16 + g, r1 = r0 + 8;
-    int p0 = 0, p1 = 0;
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-      a[mt][c][0] = descriptor_word(query, queries, words, r0, c * 8 + t);
-      a[mt][c][1] = descriptor_word(query, queries, words, r1, c * 8 + t);
-      a[mt][c][2] = descriptor_word(query, queries, words, r0, c * 8 + t + 4);
-      a[mt][c][3] = descriptor_word(query, queries, words, r1, c * 8 + t + 4);
-      p0 += __popc(a[mt][c][0]) + __popc(a[mt][c][2]);
-      p1 += __popc(a[mt][c][1]) + __popc(a[mt][c][3]);
-    }
-    p0 += __shfl_xor_sync(0xffffffffu, p0, 1), p1 += __shfl_xor_sync(0xffffffffu, p1, 1);
-    p0 += __shfl_xor_sync(0xffffffffu, p0, 2), p1 += __shfl_xor_sync(0xffffffffu, p1, 2);
-    query_popc[mt][0] = p0, query_popc[mt][1] = p1;
-  }
+  for (int mt = 0; mt < Mt; ++mt)
+    load_query_fragments<C>(query, queries, words, warp_first + mt * 16 + g, t, a[mt], query_popc[mt]);
   key_list<Kcap> best[Mt][2];
   std::int32_t limit[Mt][2];  // a pair enters row r's list when popc(b) - 2 popc(a AND b) < limit
 #pragma unroll

@@ -164,7 +164,7 @@ struct wgmma_rows {
 /// say when a tile is in and when its buffer is free.
 /// Accumulator layout (lane: g = lane / 4, t = lane % 4): d[4j], d[4j+1] = row g, columns 8j + 2t
 /// and + 1; d[4j+2], d[4j+3] = row g + 8, the same columns.
-template <int C, int Kcap, bool Batch>
+template <int C, int Kcap>
 __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::wgmma_blocks_per_sm)
     knn_wgmma_kernel(const __grid_constant__ knn_launch launch, int words) {
 #if defined(MULTIREDUCE_MATCH_WGMMA_BODY)
@@ -175,7 +175,7 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
   constexpr int parts = tile / 128;  // wgmmas (and searches) of 128 rows a tile
   extern __shared__ __align__(128) std::uint8_t rows[];  // stages x C x chunk_bytes
   __shared__ __align__(16) std::uint32_t packed_popc[stages][tile / 2];  // 64 words per 128 rows
-  const knn_block at = locate_block<Batch>(launch);
+  const knn_block at = locate_block<true>(launch);  // always a 1-D grid over the launch's table
   const knn_problem& p = launch.problem[at.problem];
   const std::uint32_t* query = p.query;
   const std::uint32_t* train = p.train;
@@ -186,19 +186,7 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
   std::uint32_t a[C][4];
   wgmma_rows<Kcap> mine;
   {
-    int p0 = 0, p1 = 0;
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-      a[c][0] = descriptor_word(query, queries, words, row0, c * 8 + t);
-      a[c][1] = descriptor_word(query, queries, words, row0 + 8, c * 8 + t);
-      a[c][2] = descriptor_word(query, queries, words, row0, c * 8 + t + 4);
-      a[c][3] = descriptor_word(query, queries, words, row0 + 8, c * 8 + t + 4);
-      p0 += __popc(a[c][0]) + __popc(a[c][2]);
-      p1 += __popc(a[c][1]) + __popc(a[c][3]);
-    }
-    p0 += __shfl_xor_sync(0xffffffffu, p0, 1), p1 += __shfl_xor_sync(0xffffffffu, p1, 1);
-    p0 += __shfl_xor_sync(0xffffffffu, p0, 2), p1 += __shfl_xor_sync(0xffffffffu, p1, 2);
-    mine.query_popc[0] = p0, mine.query_popc[1] = p1;
+    load_query_fragments<C>(query, queries, words, row0, t, a, mine.query_popc);
 #pragma unroll
     for (int h = 0; h < 2; ++h) mine.best[h].clear(), mine.limit[h] = wgmma_open;
   }
