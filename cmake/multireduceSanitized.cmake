@@ -1,9 +1,10 @@
-# multireduce_sanitized_copy(TARGET [EXTRA_SOURCES file...])
+# multireduce_sanitized_copy(TARGET [EXTRA_SOURCES file...] [EXCLUDE regex])
 #
 # Defines TARGET_sanitized: the same executable or static library -- its sources (CUDA sources left
 # out: the copy is host code only), include directories, definitions and options -- built with
 # AddressSanitizer and UndefinedBehaviorSanitizer (-fno-sanitize-recover: the first report fails
-# the run), and linked to the _sanitized copy of every library that has one. Without the project's
+# the run), and linked to the _sanitized copy of every library that has one. EXCLUDE: sources
+# (matched on the full path) left out of the copy, as stand-ins in EXTRA_SOURCES replace them. Without the project's
 # -Werror: GCC's flow warnings see false positives in sanitized code (the plain build keeps them).
 # At -O1 (the original's -O0 stays). The host tests run
 # twice: as built for users, and as these copies (tests/CMakeLists.txt).
@@ -13,7 +14,7 @@ target_compile_options(multireduce_sanitize INTERFACE -fsanitize=address,undefin
 target_link_options(multireduce_sanitize INTERFACE -fsanitize=address,undefined)
 
 function(multireduce_sanitized_copy target)
-  cmake_parse_arguments(arg "" "" "EXTRA_SOURCES" ${ARGN})
+  cmake_parse_arguments(arg "" "EXCLUDE" "EXTRA_SOURCES" ${ARGN})
   get_target_property(type ${target} TYPE)
   get_target_property(dir ${target} SOURCE_DIR)
   get_target_property(sources ${target} SOURCES)
@@ -24,6 +25,9 @@ function(multireduce_sanitized_copy target)
     endif()
     if(NOT IS_ABSOLUTE "${source}")
       set(source "${dir}/${source}")
+    endif()
+    if(arg_EXCLUDE AND source MATCHES "${arg_EXCLUDE}")
+      continue()
     endif()
     list(APPEND copy_sources "${source}")
   endforeach()
@@ -54,7 +58,7 @@ function(multireduce_sanitized_copy target)
       if(library AND TARGET ${library}_sanitized)
         set(library ${library}_sanitized)
       endif()
-      if(library MATCHES "multireduce_warnings")
+      if(library MATCHES "multireduce_warnings" OR (arg_EXCLUDE AND library MATCHES "OpenCL::"))
         continue()
       endif()
       if(library)

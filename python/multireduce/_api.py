@@ -54,7 +54,7 @@ def cuda_available() -> bool:
 
 def backends() -> list:
     """The names backend= takes: "auto", then the runtime's backends in the order "auto" tries them
-    (["auto", "cuda", "cpu"])."""
+    (["auto", "cuda", "cpu", "opencl"])."""
     return _core.backends()
 
 

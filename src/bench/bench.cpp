@@ -66,7 +66,12 @@ int run_all(const options& opts, nlohmann::json& record, const std::function<voi
   const int gpus = gpu_probe ? gpu_probe() : 0;
   std::vector<const suite*> runnable;
   std::vector<std::string> skipped;
+  std::string named_only;
   for (const auto& s : suites()) {
+    if (s.only_when_named) {
+      named_only += (named_only.empty() ? "" : ", ") + std::string(s.name);
+      continue;
+    }
     if (s.needs_gpu && gpus == 0) skipped.emplace_back(s.name);
     else runnable.push_back(&s);
   }
@@ -78,6 +83,7 @@ int run_all(const options& opts, nlohmann::json& record, const std::function<voi
     std::printf("multireduce bench: %s, so these GPU suites are skipped: %s\n",
                 gpu_probe ? "no CUDA device is available" : "this build has no CUDA support", names.c_str());
   }
+  if (!named_only.empty()) std::printf("multireduce bench: these suites run only when named: %s\n", named_only.c_str());
   record["skipped"] = skipped;
   record["suites"] = nlohmann::json::object();
   int status = 0;

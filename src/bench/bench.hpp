@@ -30,6 +30,8 @@ struct suite {
   const char* description;
   bool needs_gpu;
   int (*run)(const options& opts, nlohmann::json& record);
+  /// Runs only when named (`multireduce bench NAME`), not in a run of every suite.
+  bool only_when_named = false;
 };
 
 /// The suites that need a GPU, registered only in a build with CUDA (a build without says so).

@@ -38,7 +38,7 @@ int run_bench(int argc, char** argv) {
                    "timed runs per kernel, the median reported (51)", 1, 100000, "a repetition count");
   cli::add_integer(app, "--warmup", [&bench](std::int64_t v) { bench.warmup = int(v); }, "untimed runs first (5)", 0,
                    100000, "a warm-up count");
-  cli::add_integer(app, "--device", [&bench](std::int64_t v) { bench.device = int(v); }, "CUDA device ordinal (0)", 0,
+  cli::add_integer(app, "--device", [&bench](std::int64_t v) { bench.device = int(v); }, "CUDA device ordinal (0); the opencl suite: an OpenCL device's (multireduce --version lists them)", 0,
                    std::numeric_limits<int>::max(), "a device number");
   app.add_flag("--quick", bench.quick, "a reduced configuration set");
   app.add_option("--kernel", bench.kernel,

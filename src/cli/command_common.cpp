@@ -159,17 +159,21 @@ void add_backend_options(CLI::App& cmd, backend_options& opts, const char* timin
   add_integer(
       cmd, "--device",
       [&opts](std::int64_t d) {
-        const int devices = runtime::cuda_device_count();
+        // --backend is parsed first: an OpenCL device for --backend opencl, else a CUDA device.
+        const bool opencl = opts.backend == "opencl";
+        const char* kind = opencl ? "OpenCL" : "CUDA";
+        const int devices = runtime::device_count(opencl ? "opencl" : "cuda");
         if (devices == 0)
-          throw CLI::ValidationError("--device", fmt::format("{}: there is no CUDA device here", d));
+          throw CLI::ValidationError("--device", fmt::format("{}: there is no {} device here", d, kind));
         if (d >= devices)
-          throw CLI::ValidationError("--device", fmt::format("{} is out of range: this machine has {} CUDA device{}, "
+          throw CLI::ValidationError("--device", fmt::format("{} is out of range: this machine has {} {} device{}, "
                                                              "a device number is an integer from 0 to {}",
-                                                             d, devices, devices == 1 ? "" : "s", devices - 1));
+                                                             d, devices, kind, devices == 1 ? "" : "s", devices - 1));
         opts.device = static_cast<int>(d);
       },
-      "the CUDA device (default 0); it must exist, whatever the backend", 0, std::numeric_limits<int>::max(),
-      "a device number");
+      "the device (default 0): a CUDA device, or with --backend opencl an OpenCL device (multireduce --version "
+      "lists them); it must exist, whatever the backend",
+      0, std::numeric_limits<int>::max(), "a device number");
   cmd.add_option_function<std::string>(
          "--devices", [&opts](const std::string& text) { opts.devices = parse_devices(text); },
          "several GPUs: \"all\" or device numbers such as 0,1,2,3 (a number may repeat); the whole-array jobs, the "

@@ -20,6 +20,7 @@
 #include "match_cmd.hpp"
 #include "output_file.hpp"
 #include "reduce_cmd.hpp"
+#include "runtime/backend.hpp"
 #include "runtime/trace.hpp"
 
 #ifndef MULTIREDUCE_VERSION
@@ -69,6 +70,20 @@ int run_bench_program(int argc, char** argv) {
   return 1;
 }
 
+/// --version: the release, then each backend's devices (or why it has none).
+std::string version_text() {
+  std::string text = std::string("multireduce ") + MULTIREDUCE_VERSION;
+  for (const multireduce::runtime::backend* b : multireduce::runtime::backends()) {
+    const int count = b->device_count();
+    if (count == 0) {
+      text += fmt::format("\n  {}: no device ({})", b->name(), multireduce::runtime::unsupported_reason_for_knn(b->name(), 32));
+      continue;
+    }
+    for (int d = 0; d < count; ++d) text += fmt::format("\n  {}: {}", b->name(), b->describe_device(d));
+  }
+  return text;
+}
+
 /// The tool, but for the check that what it printed went out (main).
 int run_tool(int argc, char** argv) {
   namespace cli = multireduce::cli;
@@ -76,7 +91,7 @@ int run_tool(int argc, char** argv) {
   // the suites).
   if (argc > 1 && std::string_view(argv[1]) == "bench") return run_bench_program(argc - 2, argv + 2);
   CLI::App app{"multireduce: GPU reductions and the multi-reduction pattern"};
-  app.set_version_flag("--version", std::string("multireduce ") + MULTIREDUCE_VERSION);
+  app.set_version_flag("--version", version_text, "print the release and the devices each backend sees, and exit");
   app.require_subcommand(1);
 
   multireduce::runtime::trace_options trace;

@@ -1,9 +1,9 @@
 // runtime/backend.hpp -- what a backend is to the runtime, and the table of backends it reads.
 //
 // A backend runs the runtime's jobs on its devices: the CPU (src/runtime/cpu/), NVIDIA GPUs
-// through CUDA (src/runtime/cuda/). It registers once, in the table (backend_table.cpp), with its
-// name, the device memory it reads in place, the devices it sees and, for every job, whether it
-// runs it and why not. The entry points of runtime.hpp read the table: "auto" takes the first
+// through CUDA (src/runtime/cuda/), any OpenCL device (src/runtime/opencl/). It registers once, in
+// the table (backend_table.cpp), with its name, the device memory it reads in place, the devices
+// it sees and, for every job, whether it runs it and why not. The entry points of runtime.hpp read the table: "auto" takes the first
 // backend in table order that runs the job where its data lives; an unknown name is refused with
 // the list of names; the CLI's --backend, its --help and the Python package's backend= read the
 // same list. Adding a backend: docs/architecture.md, "Adding a backend".
@@ -74,7 +74,7 @@ class backend {
   virtual void knn(const knn_device_job& job, const execution& exec, report& r) const;
 };
 
-/// The table, in the order "auto" tries the backends: the built-in ones (cuda, cpu), with those
+/// The table, in the order "auto" tries the backends: the built-in ones (cuda, cpu, opencl), with those
 /// registered at run time where they were put.
 std::vector<const backend*> backends();
 /// The same table as a shared snapshot (what each call of the runtime reads: no copy, no lock).

@@ -17,6 +17,7 @@ namespace multireduce::runtime {
 // defines it there too, with no devices and the reason in every answer.
 const backend& cuda_backend();
 const backend& cpu_backend();
+const backend& opencl_backend();
 
 namespace {
 
@@ -25,7 +26,7 @@ using table = std::vector<const backend*>;
 /// The table as it stands: replaced whole (under a mutex) by a registration, read without a lock.
 struct table_holder {
   std::mutex registering;
-  std::atomic<std::shared_ptr<const table>> current{std::make_shared<const table>(table{&cuda_backend(), &cpu_backend()})};
+  std::atomic<std::shared_ptr<const table>> current{std::make_shared<const table>(table{&cuda_backend(), &cpu_backend(), &opencl_backend()})};
 };
 
 table_holder& holder() {

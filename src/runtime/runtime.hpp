@@ -322,7 +322,7 @@ struct report {
 
 /// The names a call takes as execution::backend: "auto", then the table's backends in order.
 std::vector<std::string> backend_names();
-/// The same, joined: "auto, cuda, cpu".
+/// The same, joined: "auto, cuda, cpu, opencl".
 std::string backend_list(std::string_view separator = ", ");
 /// Throws std::invalid_argument naming the registered backends unless `name` is one of backend_names().
 void check_backend_name(std::string_view name);

@@ -85,8 +85,8 @@ float run_sum(const std::vector<float>& x, const rt::execution& exec, rt::report
 }
 
 TEST_F(BackendTable, ListsTheRegisteredBackendInOrder) {
-  EXPECT_EQ(rt::backend_names(), (std::vector<std::string>{"auto", "fake", "cuda", "cpu"}));
-  EXPECT_EQ(rt::backend_list(), "auto, fake, cuda, cpu");
+  EXPECT_EQ(rt::backend_names(), (std::vector<std::string>{"auto", "fake", "cuda", "cpu", "opencl"}));
+  EXPECT_EQ(rt::backend_list(), "auto, fake, cuda, cpu, opencl");
   EXPECT_EQ(&rt::find_backend("fake"), &fake);
   EXPECT_EQ(rt::device_count("fake"), 1);
 }
@@ -132,7 +132,7 @@ TEST_F(BackendTable, UnknownNamesAreRefusedWithEveryName) {
     run_sum({1}, on("nope"));
     FAIL() << "an unknown backend ran";
   } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "unknown backend 'nope': the backends are auto, fake, cuda, cpu");
+    EXPECT_STREQ(e.what(), "unknown backend 'nope': the backends are auto, fake, cuda, cpu, opencl");
   }
   EXPECT_THROW(rt::check_backend_name("gpu"), std::invalid_argument);
   EXPECT_NO_THROW(rt::check_backend_name("fake"));

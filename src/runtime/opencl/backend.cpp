@@ -1,0 +1,514 @@
+// runtime/opencl/backend.cpp -- the backend "opencl": the runtime's jobs on any OpenCL device (a GPU
+// through its vendor's OpenCL, a CPU through PoCL), host arrays in, read piece by piece into the
+// device's memory (algorithms.hpp has the device side). Runs only when named: "auto" keeps to CUDA
+// and the CPU backend.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <type_traits>
+#include <vector>
+
+#include <multireduce/match/match.hpp>
+#include <multireduce/operators.hpp>
+#include <multireduce/statistics.hpp>
+
+#include "../backend.hpp"
+#include "../pieces.hpp"
+#include "algorithms.hpp"
+#include "device.hpp"
+
+namespace multireduce::runtime {
+namespace {
+
+using namespace opencl;
+
+/// The type elements of T are reduced in on the device: float16 as float.
+template <class T>
+using value_t = std::conditional_t<std::is_same_v<T, float16_bits>, float, T>;
+
+constexpr std::int64_t no_position = std::numeric_limits<std::int64_t>::max();
+
+/// Calls f(op_functor, identity) with the host operator of `op` over values of E and its identity
+/// as the device's accumulator (argmin/argmax: key_value<E, int64>).
+template <class E, class F>
+void with_operator(op_kind op, F&& f) {
+  using kv = key_value<E, std::int64_t>;
+  if (op == op_kind::argmin) return f(multireduce::argmin{}, multireduce::argmin::identity<kv>());
+  if (op == op_kind::argmax) return f(multireduce::argmax{}, multireduce::argmax::identity<kv>());
+  visit_value_op<E>(op, std::forward<F>(f));
+}
+
+template <class Acc>
+std::span<const std::byte> bytes_of(const Acc& a) {
+  return {reinterpret_cast<const std::byte*>(&a), sizeof(Acc)};
+}
+
+/// An accumulator's position moved by `offset` (positions of a piece, or rows of a part).
+template <class Acc>
+Acc shifted(Acc a, std::int64_t offset) {
+  if constexpr (requires { a.index; }) {
+    if (a.index >= 0 && a.index != no_position) a.index += offset;
+  }
+  return a;
+}
+
+/// Writes n device outputs (float accumulators of float16 rounded to float16, the others as they
+/// are: uint64 sums land as int64 with the same bits) to the sink.
+template <class T>
+void write_outputs(const std::vector<std::byte>& device_out, std::int64_t n, std::size_t bytes, output_sink& out) {
+  if (n == 0) return;
+  if constexpr (std::is_same_v<T, float16_bits>) {
+    if (bytes == sizeof(float)) {
+      std::vector<float16_bits> h(static_cast<std::size_t>(n));
+      const auto* f = reinterpret_cast<const float*>(device_out.data());
+      for (std::int64_t i = 0; i < n; ++i) h[std::size_t(i)] = to_float16(f[i]);
+      return out.write(h.data(), n);
+    }
+  }
+  out.write(device_out.data(), n);
+}
+
+/// A device buffer that grows to the largest piece it has held.
+struct growing_buffer {
+  cl::Buffer buffer;
+  std::size_t bytes = 0;
+  const char* what;
+  const cl::Buffer& at_least(device& d, std::size_t needed) {
+    if (needed > bytes || bytes == 0) {
+      buffer = allocate(d, std::max<std::size_t>(needed, 1), what);
+      bytes = std::max<std::size_t>(needed, 1);
+    }
+    return buffer;
+  }
+};
+
+void upload(device& d, const cl::Buffer& b, const void* data, std::size_t bytes) {
+  if (bytes > 0) d.queue.enqueueWriteBuffer(b, CL_TRUE, 0, bytes, data);
+}
+std::vector<std::byte> download(device& d, const cl::Buffer& b, std::size_t bytes) {
+  std::vector<std::byte> host(bytes);
+  if (bytes > 0) d.queue.enqueueReadBuffer(b, CL_TRUE, 0, bytes, host.data());
+  return host;
+}
+
+/// How a job on one device went: kernel time (events) and wall time.
+struct job_clock {
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  double kernels = 0;
+  void add(const events& ev) { kernels += elapsed_seconds(ev); }
+  void report_to(report& r, device& d, int ordinal) const {
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    r.device = ordinal;
+    r.device_name = d.name;
+    r.seconds = kernels;
+    r.transfer_seconds = std::max(0.0, wall - kernels);
+  }
+};
+
+/// Elements a piece holds: the source's piece, at most 2^27 and what the device allocates at once.
+std::int64_t piece_cap(const device& d, const array_source& in) {
+  const std::int64_t most = std::int64_t(d.max_alloc / std::max<std::size_t>(size_of(in.type()), 1)) / 2;
+  return std::clamp<std::int64_t>(in.piece_elements(), std::int64_t{1} << 16,
+                                  std::max<std::int64_t>(1, std::min<std::int64_t>(std::int64_t{1} << 27, most)));
+}
+
+struct progress_report {
+  const execution& exec;
+  std::int64_t total;
+  void operator()(std::int64_t done) const {
+    if (exec.progress) exec.progress(done, total);
+  }
+};
+
+// ---- reductions -----------------------------------------------------------------------------------
+
+template <class T>
+void reduce_whole(device& d, lanes l, const reduce_job& job, array_source& in, output_sink& out, job_clock& clock,
+                  const progress_report& progress) {
+  using E = value_t<T>;
+  const dtype type = in.type();
+  with_operator<E>(job.op, [&](auto op, auto init) {
+    using Acc = decltype(init);
+    static_assert(sizeof(Acc) == 8 || sizeof(Acc) <= 4 || sizeof(Acc) == 16, "an accumulator the kernels know");
+    const std::int64_t n = in.count(), cap = piece_cap(d, in);
+    growing_buffer input{{}, 0, "a piece of the input"}, partials{{}, 0, "the parts' folds"};
+    Acc total = init;
+    for (std::int64_t first = 0; first < n; first += cap) {
+      const std::int64_t count = std::min(cap, n - first);
+      const cl::Buffer& b = input.at_least(d, std::size_t(count) * size_of(type));
+      upload(d, b, in.read(first, count), std::size_t(count) * size_of(type));
+      const std::int64_t parts = whole_parts(d, count);
+      const cl::Buffer& p = partials.at_least(d, std::size_t(parts) * sizeof(Acc));
+      events ev;
+      reduce_parts(d, l, type, job.op, bytes_of(init), b, count, p, &ev);
+      clock.add(ev);
+      const auto host = download(d, p, std::size_t(parts) * sizeof(Acc));
+      for (std::int64_t g = 0; g < parts; ++g) {
+        Acc part;
+        std::memcpy(&part, host.data() + std::size_t(g) * sizeof(Acc), sizeof(Acc));
+        total = op(total, shifted(part, first));
+      }
+      progress(first + count);
+    }
+    if constexpr (requires { total.index; }) {
+      const std::int64_t index = total.index == no_position ? -1 : total.index;
+      out.write(&index, 1);
+    } else if constexpr (std::is_same_v<T, float16_bits>) {
+      const float16_bits h = to_float16(total);
+      out.write(&h, 1);
+    } else {
+      out.write(&total, 1);
+    }
+  });
+}
+
+/// Accumulators as outputs: positions (-1 for none), float16 rounded, or as they are.
+template <class T, class Acc>
+void write_accumulators(const std::vector<Acc>& acc, output_sink& out) {
+  if (acc.empty()) return;
+  if constexpr (requires { acc[0].index; }) {
+    std::vector<std::int64_t> index(acc.size());
+    for (std::size_t i = 0; i < acc.size(); ++i) index[i] = acc[i].index == no_position ? -1 : acc[i].index;
+    out.write(index.data(), std::int64_t(index.size()));
+  } else if constexpr (std::is_same_v<T, float16_bits>) {
+    std::vector<float16_bits> h(acc.size());
+    for (std::size_t i = 0; i < acc.size(); ++i) h[i] = to_float16(acc[i]);
+    out.write(h.data(), std::int64_t(h.size()));
+  } else {
+    out.write(acc.data(), std::int64_t(acc.size()));
+  }
+}
+
+/// An axis that is not the last: columns folded row after row, in whole outer blocks per piece
+/// where one fits, else in runs of rows of one block, their folds taken on the host in order.
+template <class T>
+void reduce_columns_job(device& d, lanes l, const reduce_job& job, array_source& in, output_sink& out, job_clock& clock,
+                        const progress_report& progress) {
+  using E = value_t<T>;
+  const dtype type = in.type();
+  with_operator<E>(job.op, [&](auto op, auto init) {
+    using Acc = decltype(init);
+    const std::int64_t outer = job.segments, rows = job.length, inner = job.inner, cap = piece_cap(d, in);
+    const std::int64_t block = rows * inner;
+    growing_buffer input{{}, 0, "a piece of the input"}, partials{{}, 0, "the columns' folds"};
+    // Folds `count` rows (row_offset the first's row) of `blocks` blocks read from element `first`
+    // into acc (blocks x inner accumulators).
+    auto fold = [&](std::int64_t first, std::int64_t blocks, std::int64_t count, std::int64_t row_offset,
+                    std::vector<Acc>& acc) {
+      const std::size_t bytes = std::size_t(blocks * count * inner) * size_of(type);
+      const cl::Buffer& b = input.at_least(d, bytes);
+      upload(d, b, in.read(first, blocks * count * inner), bytes);
+      const std::int64_t parts = column_parts(blocks, count, inner), outputs = blocks * inner;
+      const cl::Buffer& p = partials.at_least(d, std::size_t(parts * outputs) * sizeof(Acc));
+      events ev;
+      reduce_columns(d, l, type, job.op, bytes_of(init), b, blocks, count, inner, p, &ev);
+      clock.add(ev);
+      const auto host = download(d, p, std::size_t(parts * outputs) * sizeof(Acc));
+      for (std::int64_t part = 0; part < parts; ++part)
+        for (std::int64_t i = 0; i < outputs; ++i) {
+          Acc a;
+          std::memcpy(&a, host.data() + std::size_t(part * outputs + i) * sizeof(Acc), sizeof(Acc));
+          acc[std::size_t(i)] = op(acc[std::size_t(i)], shifted(a, row_offset));
+        }
+    };
+    if (block <= cap) {
+      const std::int64_t per = std::max<std::int64_t>(1, cap / std::max<std::int64_t>(block, 1));
+      for (std::int64_t o = 0; o < outer; o += per) {
+        const std::int64_t blocks = std::min(per, outer - o);
+        std::vector<Acc> acc(std::size_t(blocks * inner), init);
+        if (block > 0) fold(o * block, blocks, rows, 0, acc);
+        write_accumulators<T>(acc, out);
+        progress((o + blocks) * block);
+      }
+      return;
+    }
+    const std::int64_t rows_per_piece = std::max<std::int64_t>(1, cap / inner);
+    for (std::int64_t o = 0; o < outer; ++o) {
+      std::vector<Acc> acc(std::size_t(inner), init);
+      for (std::int64_t k = 0; k < rows; k += rows_per_piece) {
+        const std::int64_t count = std::min(rows_per_piece, rows - k);
+        fold((o * rows + k) * inner, 1, count, k, acc);
+        progress((o * rows + k + count) * inner);
+      }
+      write_accumulators<T>(acc, out);
+    }
+  });
+}
+
+/// Segments and windows: each piece (whole segments, whole windows) in device memory, its outputs
+/// back to the sink in order.
+template <class T>
+void reduce_pieces(device& d, lanes l, const reduce_job& job, array_source& in, output_sink& out, job_clock& clock,
+                   const progress_report& progress) {
+  using E = value_t<T>;
+  const dtype type = in.type();
+  with_operator<E>(job.op, [&](auto, auto init) {
+    const std::size_t out_bytes = output_bytes(type, job.op);
+    growing_buffer input{{}, 0, "a piece of the input"}, offsets{{}, 0, "the segments' offsets"},
+        outputs{{}, 0, "the outputs"};
+    pieces::for_each(job, piece_cap(d, in), [&](pieces::piece& p) {
+      const std::size_t bytes = std::size_t(p.count) * size_of(type);
+      const cl::Buffer& b = input.at_least(d, bytes);
+      upload(d, b, p.count > 0 ? in.read(p.first, p.count) : nullptr, bytes);
+      const std::int64_t n_out = output_count(p.sub);
+      const cl::Buffer& o = outputs.at_least(d, std::size_t(n_out) * out_bytes);
+      events ev;
+      if (job.shape == shape_kind::window) {
+        reduce_windows(d, l, type, job.op, bytes_of(init), b, p.count, job.length, o, &ev);
+      } else {
+        segment_shape shape;
+        shape.segments = p.sub.segments;
+        shape.length = p.sub.length;
+        if (job.shape == shape_kind::offsets) {
+          const cl::Buffer& ob = offsets.at_least(d, p.offsets.size() * 8);
+          upload(d, ob, p.offsets.data(), p.offsets.size() * 8);
+          shape.offsets = &ob;
+          for (std::size_t s = 0; s + 1 < p.offsets.size(); ++s)
+            shape.longest = std::max(shape.longest, p.offsets[s + 1] - p.offsets[s]);
+        }
+        reduce_segments(d, l, type, job.op, bytes_of(init), b, p.count, shape, o, &ev);
+      }
+      clock.add(ev);
+      write_outputs<T>(download(d, o, std::size_t(n_out) * out_bytes), n_out, out_bytes, out);
+      progress(p.first + p.count);
+    });
+  });
+}
+
+// ---- statistics -------------------------------------------------------------------------------------
+
+/// statistics.cl's stats_state.
+template <class E>
+struct device_state {
+  std::int64_t count;
+  std::conditional_t<std::is_floating_point_v<E>, double, std::uint64_t> sum;
+  double s1, s2, l1, squares;
+  key_value<E, std::int64_t> min, max;
+};
+
+template <class T>
+any_statistics statistics_typed(device& d, array_source& in, job_clock& clock, const progress_report& progress) {
+  using E = value_t<T>;
+  using state = device_state<E>;
+  using accumulator = statistics_accumulator<E>;
+  static_assert(sizeof(state) == 80, "statistics.cl's stats_state");
+  const dtype type = in.type();
+  const std::int64_t n = in.count(), cap = piece_cap(d, in);
+  growing_buffer input{{}, 0, "a piece of the input"}, states{{}, 0, "the parts' statistics"};
+  accumulator total;
+  for (std::int64_t first = 0; first < n; first += cap) {
+    const std::int64_t count = std::min(cap, n - first);
+    const void* data = in.read(first, count);
+    double shift = 0;  // the piece's first finite value: near the data
+    for (std::int64_t i = 0; i < std::min<std::int64_t>(count, 64); ++i) {
+      double v;
+      if constexpr (std::is_same_v<T, float16_bits>) v = to_float(static_cast<const float16_bits*>(data)[i]);
+      else v = static_cast<double>(static_cast<const T*>(data)[i]);
+      if (std::isfinite(v)) {
+        shift = v;
+        break;
+      }
+    }
+    const std::size_t bytes = std::size_t(count) * size_of(type);
+    const cl::Buffer& b = input.at_least(d, bytes);
+    upload(d, b, data, bytes);
+    const std::int64_t parts = statistics_parts(d, count);
+    const cl::Buffer& s = states.at_least(d, std::size_t(parts) * sizeof(state));
+    events ev;
+    opencl::statistics(d, type, b, count, shift, s, &ev);
+    clock.add(ev);
+    const auto host = download(d, s, std::size_t(parts) * sizeof(state));
+    for (std::int64_t g = 0; g < parts; ++g) {
+      state st;
+      std::memcpy(&st, host.data() + std::size_t(g) * sizeof(state), sizeof(state));
+      if (st.count == 0) continue;
+      const auto sum = static_cast<typename accumulator::sum_type>(st.sum);
+      total = accumulator::merge(
+          total, accumulator::from_shifted_sums(st.count, shift, st.s1, st.s2, sum, st.l1, st.squares, st.min.value,
+                                                st.min.index + first, st.max.value, st.max.index + first));
+    }
+    progress(first + count);
+  }
+  return total.result();
+}
+
+// ---- the matcher --------------------------------------------------------------------------------------
+
+/// k nearest training rows of each query row, the sets already in device memory.
+void knn_on_device(device& d, const cl::Buffer& query, std::int64_t query_first, std::int64_t queries,
+                   const cl::Buffer& train, std::int64_t train_first, std::int64_t trains, int bytes, int k,
+                   std::vector<std::int32_t>& idx, std::vector<std::int32_t>& dist, job_clock& clock) {
+  idx.assign(std::size_t(queries * k), -1);
+  dist.assign(idx.size(), -1);
+  if (queries == 0) return;
+  cl::Buffer idx_d = allocate(d, idx.size() * 4, "the neighbours"), dist_d = allocate(d, idx.size() * 4, "the distances");
+  events ev;
+  knn_hamming(d, query, query_first, queries, train, train_first, trains, bytes, k, idx_d, dist_d, &ev);
+  clock.add(ev);
+  d.queue.enqueueReadBuffer(idx_d, CL_TRUE, 0, idx.size() * 4, idx.data());
+  d.queue.enqueueReadBuffer(dist_d, CL_TRUE, 0, dist.size() * 4, dist.data());
+}
+
+// ---- the backend --------------------------------------------------------------------------------------
+
+/// Runs `job` on device `ordinal` and turns OpenCL's errors into the runtime's.
+template <class F>
+void on_device(int ordinal, const char* what, F&& job) {
+  device& d = device_at(ordinal);
+  try {
+    job(d);
+  } catch (const cl::Error& e) {
+    fail(e, what + std::string(" on ") + d.name);
+  }
+}
+
+class opencl_runtime_backend final : public backend {
+ public:
+  std::string_view name() const override { return "opencl"; }
+  std::string_view summary() const override {
+    return "any OpenCL device: a GPU through its vendor's OpenCL, the CPU through PoCL (host arrays; only when named)";
+  }
+  std::string_view noun() const override { return "the OpenCL device"; }
+  bool automatic_for_host_data() const override { return false; }
+  int device_count() const override { return opencl::device_count(); }
+  std::string describe_device(int ordinal) const override {
+    if (ordinal < 0 || ordinal >= opencl::device_count()) return "OpenCL device " + std::to_string(ordinal);
+    return device_at(ordinal).describe(ordinal);
+  }
+
+  refusal unsupported(const reduce_job& job, const device_set& devices) const override {
+    if (refusal r = unusable(devices); !r.empty()) return r;
+    if (const std::string why = unsupported_type(device_at(devices.first()), job.input.type); !why.empty())
+      return {why, true};
+    return {};
+  }
+  refusal unsupported_statistics(dtype type, const device_set& devices) const override {
+    if (refusal r = unusable(devices); !r.empty()) return r;
+    const device& d = device_at(devices.first());
+    if (!d.fp64) return {"the statistics add in float64 (cl_khr_fp64), which " + d.name + " does not have", true};
+    (void)type;
+    return {};
+  }
+  refusal unsupported_knn(int, const device_set& devices) const override { return unusable(devices); }
+
+  void reduce(const reduce_job& job, array_source& in, output_sink& out, const execution& exec,
+              report& r) const override {
+    const int ordinal = exec.devices.first();
+    on_device(ordinal, "a reduction", [&](device& d) {
+      const lanes l = choose_lanes(d);
+      job_clock clock;
+      const progress_report progress{exec, in.count()};
+      visit(in.type(), [&](auto element) {
+        using T = decltype(element);
+        switch (job.shape) {
+          case shape_kind::whole: return reduce_whole<T>(d, l, job, in, out, clock, progress);
+          case shape_kind::axis:
+            if (job.inner == 1) {  // the rows of the last axis: segments of the axis' length
+              reduce_job rows = job;
+              rows.shape = shape_kind::fixed_segments;
+              return reduce_pieces<T>(d, l, rows, in, out, clock, progress);
+            }
+            return reduce_columns_job<T>(d, l, job, in, out, clock, progress);
+          default: return reduce_pieces<T>(d, l, job, in, out, clock, progress);
+        }
+      });
+      clock.report_to(r, d, ordinal);
+    });
+    r.bytes_read = in.count() * std::int64_t(size_of(in.type())) +
+                   (job.shape == shape_kind::offsets ? (job.segments + 1) * 8 : 0);
+  }
+
+  void statistics(array_source& in, any_statistics& out, const execution& exec, report& r) const override {
+    const int ordinal = exec.devices.first();
+    on_device(ordinal, "the statistics", [&](device& d) {
+      job_clock clock;
+      const progress_report progress{exec, in.count()};
+      visit(in.type(), [&](auto element) { out = statistics_typed<decltype(element)>(d, in, clock, progress); });
+      clock.report_to(r, d, ordinal);
+    });
+    r.bytes_read = in.count() * std::int64_t(size_of(in.type()));
+  }
+
+  void knn(const knn_job& job, knn_result& out, const execution& exec, report& r) const override {
+    check_match_arguments(job.queries, job.trains, job.bytes, job.k);
+    const int ordinal = exec.devices.first();
+    on_device(ordinal, "the k-NN search", [&](device& d) {
+      job_clock clock;
+      const std::size_t qb = std::size_t(job.queries) * std::size_t(job.bytes), tb = std::size_t(job.trains) * std::size_t(job.bytes);
+      cl::Buffer query = allocate(d, qb, "the queries"), train = allocate(d, tb, "the training set");
+      upload(d, query, job.query, qb);
+      upload(d, train, job.train, tb);
+      knn_on_device(d, query, 0, job.queries, train, 0, job.trains, job.bytes, job.k, out.idx, out.dist, clock);
+      if (job.reverse) {
+        std::vector<std::int32_t> reverse_dist;
+        knn_on_device(d, train, 0, job.trains, query, 0, job.queries, job.bytes, 1, out.reverse_nearest, reverse_dist,
+                      clock);
+      }
+      if (exec.progress) exec.progress(job.queries * job.trains, job.queries * job.trains);
+      clock.report_to(r, d, ordinal);
+    });
+    r.bytes_read = (job.queries + job.trains) * job.bytes;
+    r.bytes_written = 2 * job.queries * job.k * 4;
+  }
+
+  void match_collection(const collection_job& job, const pair_matches_callback& done, const execution& exec,
+                        report& r) const override {
+    if (!job.where.is_host()) throw std::invalid_argument("the OpenCL backend matches collections in host memory");
+    const descriptor_collection& c = job.collection;
+    check_match_rule(job.rule);
+    check_collection(c, job.pairs, job.k);
+    if ((job.rule.ratio > 0 || job.rule.margin >= 0) && job.k < 2)
+      throw std::invalid_argument("the ratio and margin tests need k >= 2");
+    const int ordinal = exec.devices.first();
+    on_device(ordinal, "the collection matcher", [&](device& d) {
+      job_clock clock;
+      const std::int64_t rows = c.offsets.empty() ? 0 : c.offsets.back();
+      const std::size_t bytes = std::size_t(rows) * std::size_t(c.bytes);
+      cl::Buffer all = allocate(d, bytes, "the collection's descriptors");
+      upload(d, all, c.rows, bytes);
+      std::int64_t total = 0, compared = 0;
+      for (const image_pair& p : job.pairs) total += c.rows_of(p.first) * c.rows_of(p.second);
+      std::vector<std::int32_t> idx, dist, reverse, reverse_dist;
+      for (std::size_t i = 0; i < job.pairs.size(); ++i) {
+        const image_pair p = job.pairs[i];
+        const std::int64_t queries = c.rows_of(p.first), trains = c.rows_of(p.second);
+        const std::int64_t q0 = c.offsets[std::size_t(p.first)], t0 = c.offsets[std::size_t(p.second)];
+        knn_on_device(d, all, q0, queries, all, t0, trains, c.bytes, job.k, idx, dist, clock);
+        if (job.rule.cross_check)
+          knn_on_device(d, all, t0, trains, all, q0, queries, c.bytes, 1, reverse, reverse_dist, clock);
+        const auto kept = accept_matches(idx.data(), dist.data(), queries, job.k, job.rule,
+                                         job.rule.cross_check ? reverse.data() : nullptr);
+        done(std::int64_t(i), kept);
+        compared += queries * trains;
+        if (exec.progress) exec.progress(compared, total);
+      }
+      clock.report_to(r, d, ordinal);
+    });
+  }
+  using backend::knn;
+  using backend::reduce;
+  using backend::statistics;
+
+ private:
+  static refusal unusable(const device_set& devices) {
+    if (opencl::device_count() == 0) return {why_no_device()};
+    if (!devices.single()) return {"runs a job on one OpenCL device at a time (--device N)"};
+    const int d = devices.first();
+    if (d < 0 || d >= opencl::device_count())
+      return {"there is no OpenCL device " + std::to_string(d) + " (this machine has " +
+              std::to_string(opencl::device_count()) + "; multireduce --version lists them)"};
+    return {};
+  }
+};
+
+}  // namespace
+
+const backend& opencl_backend() {
+  static const opencl_runtime_backend the_backend;
+  return the_backend;
+}
+
+}  // namespace multireduce::runtime

@@ -1,0 +1,442 @@
+// The OpenCL backend (src/runtime/opencl): every job on the first OpenCL device here (PoCL on the
+// CPU in CI, NVIDIA's OpenCL on the GPU machine) against the CPU backend's answers, element by
+// element: integers, min/max/argmin/argmax and the matcher equal, float sums and products within
+// the bound of docs/opencl.md. Each lane setting the device takes runs: every form it has at width
+// 32, and the local-memory form at width 64. Where the CUDA backend is here too, its answers are
+// compared as well. Inputs from logged seeds, outputs poisoned first. Skipped without an OpenCL
+// device.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <multireduce/match/collection.hpp>
+
+#include "../common/match_reference.hpp"
+#include "../common/test_values.hpp"
+#include "runtime/backend.hpp"
+#include "runtime/opencl/algorithms.hpp"
+#include "runtime/opencl/device.hpp"
+#include "runtime/runtime.hpp"
+
+namespace {
+
+namespace rt = multireduce::runtime;
+namespace ocl = multireduce::runtime::opencl;
+
+std::uint64_t seed_for(const std::string& what) {
+  const std::uint64_t s = mr_test::base_seed() ^ std::hash<std::string>{}(what);
+  std::printf("[ seed ] %s: %llu\n", what.c_str(), (unsigned long long)s);
+  return s;
+}
+
+#define SKIP_WITHOUT_OPENCL()                                                                        \
+  do {                                                                                               \
+    if (rt::device_count("opencl") == 0)                                                             \
+      GTEST_SKIP() << "no OpenCL device: "                                                           \
+                   << rt::unsupported_reason_for_knn("opencl", 32);                                  \
+  } while (0)
+
+rt::execution on(std::string_view backend) {
+  rt::execution e;
+  e.backend = backend;
+  return e;
+}
+
+/// The lane settings the first OpenCL device takes: each of its forms at width 32, local at 64.
+std::vector<ocl::lanes> lane_settings() {
+  std::vector<ocl::lanes> all;
+  for (ocl::exchange_form f : ocl::device_at(0).forms()) all.push_back({f, 32});
+  all.push_back({ocl::exchange_form::local_memory, 64});
+  return all;
+}
+
+/// Sets MULTIREDUCE_OPENCL_FORM and _WIDTH for the scope.
+struct lanes_scope {
+  explicit lanes_scope(ocl::lanes l) {
+    setenv("MULTIREDUCE_OPENCL_FORM", std::string(ocl::to_string(l.form)).c_str(), 1);
+    setenv("MULTIREDUCE_OPENCL_WIDTH", std::to_string(l.width).c_str(), 1);
+  }
+  ~lanes_scope() {
+    unsetenv("MULTIREDUCE_OPENCL_FORM");
+    unsetenv("MULTIREDUCE_OPENCL_WIDTH");
+  }
+};
+
+/// n random elements of `type` as bytes: integers in [-20, 20] (unsigned [0, 40]: ties and
+/// negatives), floats with fractions in [-20, 20], or in [0.9, 1.1] for products.
+std::vector<std::byte> random_input(rt::dtype type, std::int64_t n, bool near_one, std::uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::vector<std::byte> bytes(std::size_t(n) * rt::size_of(type));
+  rt::visit(type, [&](auto element) {
+    using T = decltype(element);
+    auto* p = reinterpret_cast<T*>(bytes.data());
+    std::uniform_real_distribution<double> wide(-20, 20), one(0.9, 1.1);
+    for (std::int64_t i = 0; i < n; ++i) {
+      if constexpr (std::is_same_v<T, rt::float16_bits>) p[i] = rt::to_float16(float(near_one ? one(g) : wide(g)));
+      else if constexpr (std::is_floating_point_v<T>) p[i] = T(near_one ? one(g) : wide(g));
+      else if constexpr (std::is_signed_v<T>) p[i] = T(int(g() % 41) - 20);
+      else p[i] = T(g() % 41);
+    }
+  });
+  return bytes;
+}
+
+/// |x| of a float input (for the sums' error bound), as float64.
+std::vector<double> magnitudes(rt::dtype type, const std::vector<std::byte>& bytes) {
+  std::vector<double> m;
+  rt::visit(type, [&](auto element) {
+    using T = decltype(element);
+    const auto* p = reinterpret_cast<const T*>(bytes.data());
+    m.resize(bytes.size() / sizeof(T));
+    for (std::size_t i = 0; i < m.size(); ++i) {
+      if constexpr (std::is_same_v<T, rt::float16_bits>) m[i] = std::fabs(double(rt::to_float(p[i])));
+      else m[i] = std::fabs(double(p[i]));
+    }
+  });
+  return m;
+}
+
+std::vector<std::byte> run(std::string_view backend, const rt::reduce_job& job) {
+  const std::int64_t count = rt::output_count(job);
+  std::vector<std::byte> out(std::size_t(count) * rt::size_of(rt::output_dtype(job)), std::byte{0xA5});
+  rt::output_view v{rt::output_dtype(job), out.data(), count};
+  const rt::report r = rt::reduce(job, v, on(backend));
+  EXPECT_EQ(r.backend, backend);
+  return out;
+}
+
+/// Output i as a double (for the comparisons' messages and bounds).
+double value_at(rt::dtype type, const std::vector<std::byte>& out, std::size_t i) {
+  double v = 0;
+  rt::visit(type, [&](auto element) {
+    using T = decltype(element);
+    T x;
+    std::memcpy(&x, out.data() + i * sizeof(T), sizeof(T));
+    if constexpr (std::is_same_v<T, rt::float16_bits>) v = double(rt::to_float(x));
+    else v = double(x);
+  });
+  return v;
+}
+
+/// The OpenCL backend's outputs (and the CUDA backend's, where it runs the job) against the CPU
+/// backend's: exact, except float sums and products, within (length + 2) eps sum|x| (products:
+/// (length + 2) eps |result|), float16 half an ulp more each side.
+void expect_like_cpu(const rt::reduce_job& job, std::int64_t length, const std::string& what,
+                     const std::vector<std::byte>& input) {
+  // The OpenCL backend, and the CUDA backend where there is a GPU that runs the job.
+  std::vector<std::string_view> others{"opencl"};
+  if (rt::cuda_device_count() > 0 && rt::unsupported_reason("cuda", job).empty()) others.push_back("cuda");
+  const std::vector<std::byte> cpu = run("cpu", job);
+  const rt::dtype out = rt::output_dtype(job);
+  const bool inexact = rt::is_floating(out) && (job.op == rt::op_kind::sum || job.op == rt::op_kind::prod);
+  std::vector<std::byte> abs_sum;
+  if (inexact && job.op == rt::op_kind::sum) {  // sum |x| of every output's elements: the CPU backend's
+    const std::vector<double> m = magnitudes(job.input.type, input);
+    rt::reduce_job abs_job = job;
+    abs_job.input = rt::array_view{rt::dtype::float64, m.data(), job.input.count};
+    abs_job.op = rt::op_kind::sum;
+    abs_sum = run("cpu", abs_job);
+  }
+  for (const std::string_view backend : others) {
+    const std::vector<std::byte> gpu = run(backend, job);
+    ASSERT_EQ(cpu.size(), gpu.size()) << what << " on " << backend;
+    for (std::size_t i = 0; i < cpu.size() / rt::size_of(out); ++i) {
+      const double a = value_at(out, cpu, i), b = value_at(out, gpu, i);
+      if (std::isnan(a) && std::isnan(b)) continue;
+      if (!inexact) {
+        ASSERT_EQ(0, std::memcmp(cpu.data() + i * rt::size_of(out), gpu.data() + i * rt::size_of(out), rt::size_of(out)))
+            << what << " on " << backend << ": output " << i << " is " << b << ", the CPU's " << a;
+        continue;
+      }
+      const double eps = out == rt::dtype::float32 ? 0x1p-24 : 0x1p-53;
+      const double scale = job.op == rt::op_kind::sum ? value_at(rt::dtype::float64, abs_sum, i) : std::fabs(a);
+      // float16 is summed in float32 and rounded: half a float16 ulp each side, more.
+      const double bound = out == rt::dtype::float16
+                               ? double(length + 2) * 0x1p-24 * scale + 0x1p-10 * std::fabs(a) + 0x1p-24
+                               : double(length + 2) * eps * scale;
+      ASSERT_LE(std::fabs(a - b), bound) << what << " on " << backend << ": output " << i << " is " << b
+                                         << ", the CPU's " << a;
+    }
+  }
+}
+
+bool takes(rt::dtype type, rt::op_kind op) { return !(rt::info(op).integers_only && rt::is_floating(type)); }
+
+/// Every shape of one dtype and operator (windows where `windows`), on sizes around the edges and
+/// one large array where `large`.
+void expect_every_shape(rt::dtype type, rt::op_kind op, bool large, bool windows = true) {
+  const std::string name = std::string(rt::name_of(type)) + " " + std::string(rt::name_of(op));
+  std::vector<std::int64_t> sizes{0, 1, 31, 33, 4099};
+  if (large) sizes.push_back((std::int64_t{1} << 20) + 7);
+  for (const std::int64_t n : sizes) {
+    const std::string what = name + " n=" + std::to_string(n);
+    const auto input = random_input(type, n, op == rt::op_kind::prod, seed_for(what));
+    rt::reduce_job job;
+    job.input = rt::array_view{type, input.data(), n};
+    job.op = op;
+    expect_like_cpu(job, n, what + " whole", input);
+    for (const std::int64_t length : {std::int64_t{1}, std::int64_t{7}, std::int64_t{40}, std::int64_t{3000}}) {
+      if (n == 0 || n < length) continue;
+      rt::reduce_job fixed = job;
+      fixed.shape = rt::shape_kind::fixed_segments;
+      fixed.length = length;
+      fixed.segments = n / length;
+      fixed.input.count = fixed.segments * length;
+      expect_like_cpu(fixed, length, what + " fixed " + std::to_string(length), input);
+    }
+    // Offsets: uniform 0..64 (empty segments among them).
+    std::mt19937_64 g(seed_for(what + " offsets"));
+    std::vector<std::int64_t> offsets{0};
+    while (offsets.back() < n) offsets.push_back(std::min<std::int64_t>(n, offsets.back() + std::int64_t(g() % 65)));
+    rt::reduce_job segmented = job;
+    segmented.shape = rt::shape_kind::offsets;
+    segmented.offsets = offsets.data();
+    segmented.segments = std::int64_t(offsets.size()) - 1;
+    expect_like_cpu(segmented, 64, what + " offsets 0..64", input);
+    for (const std::int64_t w : {std::int64_t{1}, std::int64_t{5}, std::int64_t{17}, std::int64_t{1000}, n, n + 1}) {
+      if (w < 1 || !windows) continue;
+      rt::reduce_job window = job;
+      window.shape = rt::shape_kind::window;
+      window.length = w;
+      expect_like_cpu(window, w, what + " window " + std::to_string(w), input);
+    }
+  }
+}
+
+std::string lanes_name(ocl::lanes l) { return std::string(ocl::to_string(l.form)) + "/" + std::to_string(l.width); }
+
+TEST(OpenclReduce, EveryDtypeAndOperatorLikeTheCpuBackend) {
+  SKIP_WITHOUT_OPENCL();
+  const ocl::lanes first = lane_settings().front();
+  lanes_scope scope(first);
+  std::printf("lanes %s on %s\n", lanes_name(first).c_str(), ocl::device_at(0).describe(0).c_str());
+  for (const rt::dtype type : rt::all_dtypes)
+    for (const auto& op : rt::op_table) {
+      if (!takes(type, op.kind) || !ocl::unsupported_type(ocl::device_at(0), type).empty()) continue;
+      // Every shape for every dtype with sum, max and argmin; the other operators without windows (a
+      // window program per dtype and operator would double PoCL's build time in CI).
+      const bool large = type == rt::dtype::float32 || type == rt::dtype::int32 || op.kind == rt::op_kind::argmax;
+      const bool windows = op.kind == rt::op_kind::sum || op.kind == rt::op_kind::max || op.kind == rt::op_kind::argmin;
+      expect_every_shape(type, op.kind, large, windows);
+      if (HasFatalFailure()) return;
+    }
+}
+
+TEST(OpenclReduce, EveryLaneSettingLikeTheCpuBackend) {
+  SKIP_WITHOUT_OPENCL();
+  for (const ocl::lanes l : lane_settings()) {
+    lanes_scope scope(l);
+    SCOPED_TRACE(lanes_name(l));
+    for (const rt::dtype type : {rt::dtype::float32, rt::dtype::int64, rt::dtype::float64, rt::dtype::uint8})
+      for (const rt::op_kind op : {rt::op_kind::sum, rt::op_kind::max, rt::op_kind::argmin}) {
+        if (!ocl::unsupported_type(ocl::device_at(0), type).empty()) continue;
+        expect_every_shape(type, op, type == rt::dtype::float32);
+        if (HasFatalFailure()) return;
+      }
+  }
+}
+
+TEST(OpenclReduce, NaNsAndTiesFollowNumPy) {
+  SKIP_WITHOUT_OPENCL();
+  for (const rt::dtype type : {rt::dtype::float16, rt::dtype::float32, rt::dtype::float64}) {
+    const std::int64_t n = 5000;
+    auto input = random_input(type, n, false, seed_for("nan " + std::string(rt::name_of(type))));
+    rt::visit(type, [&](auto element) {  // NaNs at a few places, the same value many times
+      using T = decltype(element);
+      if constexpr (!std::is_integral_v<T>) {
+        auto* p = reinterpret_cast<T*>(input.data());
+        for (const std::int64_t i : {std::int64_t{70}, std::int64_t{71}, std::int64_t{2000}, std::int64_t{4999}}) {
+          if constexpr (std::is_same_v<T, rt::float16_bits>) p[i] = rt::to_float16(std::nanf(""));
+          else p[i] = std::numeric_limits<T>::quiet_NaN();
+        }
+      }
+    });
+    for (const rt::op_kind op : {rt::op_kind::min, rt::op_kind::max, rt::op_kind::argmin, rt::op_kind::argmax, rt::op_kind::sum}) {
+      rt::reduce_job job;
+      job.input = rt::array_view{type, input.data(), n};
+      job.op = op;
+      const std::string what = std::string(rt::name_of(type)) + " " + std::string(rt::name_of(op)) + " with NaNs";
+      expect_like_cpu(job, n, what, input);
+      for (const std::int64_t w : {std::int64_t{3}, std::int64_t{100}}) {
+        rt::reduce_job window = job;
+        window.shape = rt::shape_kind::window;
+        window.length = w;
+        expect_like_cpu(window, w, what + " window", input);
+      }
+      rt::reduce_job fixed = job;
+      fixed.shape = rt::shape_kind::fixed_segments;
+      fixed.length = 50;
+      fixed.segments = n / 50;
+      expect_like_cpu(fixed, 50, what + " fixed 50", input);
+    }
+  }
+}
+
+TEST(OpenclReduce, LongWindowsLongSegmentsAndAxes) {
+  SKIP_WITHOUT_OPENCL();
+  const std::int64_t n = (std::int64_t{1} << 20) + 7;
+  for (const rt::dtype type : {rt::dtype::float32, rt::dtype::int64}) {
+    const auto input = random_input(type, n, false, seed_for("long " + std::string(rt::name_of(type))));
+    for (const rt::op_kind op : {rt::op_kind::sum, rt::op_kind::min, rt::op_kind::argmax}) {
+      const std::string what = std::string(rt::name_of(type)) + " " + std::string(rt::name_of(op));
+      rt::reduce_job job;
+      job.input = rt::array_view{type, input.data(), n};
+      job.op = op;
+      // Windows longer than a tile's local memory take the doubling kernels.
+      for (const std::int64_t w : {std::int64_t{70000}, std::int64_t{600000}}) {
+        rt::reduce_job window = job;
+        window.shape = rt::shape_kind::window;
+        window.length = w;
+        expect_like_cpu(window, w, what + " window " + std::to_string(w), input);
+      }
+      // One segment far longer than the others: a work-group a segment.
+      std::vector<std::int64_t> offsets{0, 3, 3, 100000, 100010, n - 5, n};
+      rt::reduce_job skewed = job;
+      skewed.shape = rt::shape_kind::offsets;
+      skewed.offsets = offsets.data();
+      skewed.segments = std::int64_t(offsets.size()) - 1;
+      expect_like_cpu(skewed, n, what + " skewed offsets", input);
+      // Axes of a 3-d array: the first (few long columns, rows in parts), the middle, the last.
+      const std::int64_t dims[] = {7, 149797};
+      for (const std::int64_t axis : {0, 1}) {
+        rt::reduce_job a = rt::axis_job(rt::array_view{type, input.data(), dims[0] * dims[1]}, op, dims, axis);
+        expect_like_cpu(a, dims[axis], what + " axis " + std::to_string(axis), input);
+      }
+      const std::int64_t dims3[] = {3, 1000, 349};
+      for (const std::int64_t axis : {0, 1, 2}) {
+        rt::reduce_job a = rt::axis_job(rt::array_view{type, input.data(), 3 * 1000 * 349}, op, dims3, axis);
+        expect_like_cpu(a, dims3[axis], what + " 3-d axis " + std::to_string(axis), input);
+      }
+    }
+  }
+}
+
+TEST(OpenclStatistics, LikeTheCpuBackend) {
+  SKIP_WITHOUT_OPENCL();
+  if (!ocl::device_at(0).fp64) GTEST_SKIP() << "the device has no float64, which the statistics add in";
+  for (const rt::dtype type : rt::all_dtypes)
+    for (const std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{33}, (std::int64_t{1} << 20) + 7}) {
+      const std::string what = std::string(rt::name_of(type)) + " statistics n=" + std::to_string(n);
+      const auto input = random_input(type, n, false, seed_for(what));
+      const rt::array_view a{type, input.data(), n};
+      rt::any_statistics cpu, gpu;
+      rt::statistics(a, cpu, on("cpu"));
+      rt::statistics(a, gpu, on("opencl"));
+      std::visit(
+          [&](const auto& c) {
+            using S = std::decay_t<decltype(c)>;
+            const auto& g = std::get<S>(gpu);
+            EXPECT_EQ(c.count, g.count) << what;
+            EXPECT_EQ(c.argmin, g.argmin) << what;
+            EXPECT_EQ(c.argmax, g.argmax) << what;
+            EXPECT_EQ(0, std::memcmp(&c.min, &g.min, sizeof c.min)) << what;
+            EXPECT_EQ(0, std::memcmp(&c.max, &g.max, sizeof c.max)) << what;
+            auto close = [&](double x, double y, const char* field) {
+              if (std::isnan(x) && std::isnan(y)) return;
+              EXPECT_NEAR(x, y, 1e-9 * (1 + std::fabs(x))) << what << " " << field;
+            };
+            if constexpr (std::is_integral_v<decltype(c.sum)>) EXPECT_EQ(c.sum, g.sum) << what;
+            else close(double(c.sum), double(g.sum), "sum");
+            close(c.mean, g.mean, "mean");
+            close(c.var, g.var, "var");
+            close(c.std, g.std, "std");
+            close(c.l1, g.l1, "l1");
+            close(c.l2, g.l2, "l2");
+          },
+          cpu);
+    }
+}
+
+TEST(OpenclMatcher, KnnAndCollectionLikeTheCpuBackend) {
+  SKIP_WITHOUT_OPENCL();
+  for (const int bytes : {32, 64, 4})
+    for (const int k : {1, 2, 3, 8}) {
+      const std::string what = "knn " + std::to_string(bytes) + " bytes k=" + std::to_string(k);
+      std::mt19937_64 g(seed_for(what));
+      const std::int64_t queries = 700, trains = 1300;
+      std::vector<std::uint8_t> q(std::size_t(queries * bytes)), t(std::size_t(trains * bytes));
+      for (auto& x : q) x = std::uint8_t(g());
+      for (auto& x : t) x = std::uint8_t(g());
+      for (std::int64_t r = 0; r < 40; ++r) std::memcpy(&t[std::size_t((r * 31) % trains * bytes)], &q[0], bytes);  // ties
+      rt::knn_job job;
+      job.query = q.data(), job.queries = queries, job.train = t.data(), job.trains = trains, job.bytes = bytes, job.k = k;
+      job.reverse = true;
+      rt::knn_result cpu, gpu;
+      rt::knn(job, cpu, on("cpu"));
+      rt::knn(job, gpu, on("opencl"));
+      EXPECT_EQ(cpu.idx, gpu.idx) << what;
+      EXPECT_EQ(cpu.dist, gpu.dist) << what;
+      EXPECT_EQ(cpu.reverse_nearest, gpu.reverse_nearest) << what;
+    }
+  // A collection: every pair, the ratio test and the cross-check.
+  std::mt19937_64 g(seed_for("collection"));
+  std::vector<std::int64_t> offsets{0};
+  for (int image = 0; image < 6; ++image) offsets.push_back(offsets.back() + 1 + std::int64_t(g() % 600));
+  offsets.push_back(offsets.back());  // an image without descriptors
+  std::vector<std::uint8_t> rows(std::size_t(offsets.back() * 32));
+  for (auto& x : rows) x = std::uint8_t(g() % 4 == 0 ? g() : 0x5a);
+  multireduce::descriptor_collection c{rows.data(), offsets, 32};
+  const auto pairs = multireduce::all_pairs(int(offsets.size()) - 1);
+  for (const bool cross : {false, true}) {
+    rt::collection_job job;
+    job.collection = c;
+    job.pairs = pairs;
+    job.rule.ratio = 0.8;
+    job.rule.cross_check = cross;
+    multireduce::collection_collector cpu(pairs.size()), gpu(pairs.size());
+    rt::match_collection(job, cpu.callback(), on("cpu"));
+    rt::match_collection(job, gpu.callback(), on("opencl"));
+    const auto a = cpu.take(), b = gpu.take();
+    ASSERT_EQ(a.offsets, b.offsets) << "cross-check " << cross;
+    ASSERT_EQ(a.matches.size(), b.matches.size());
+    EXPECT_TRUE(a.matches == b.matches) << "cross-check " << cross;
+    EXPECT_GT(a.matches.size(), 0u);
+  }
+}
+
+TEST(OpenclErrors, BuildFailuresMemoryAndMissingFloat64AreClearErrors) {
+  SKIP_WITHOUT_OPENCL();
+  ocl::device& d = ocl::device_at(0);
+  try {
+    d.kernel("knn", "-DWORDS=8 -DK=this_is_not_a_number", "knn_hamming");
+    ADD_FAILURE() << "a program that cannot build was built";
+  } catch (const rt::device_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("the build log"), std::string::npos) << what;
+    EXPECT_NE(what.find("this_is_not_a_number"), std::string::npos) << what;
+  }
+  EXPECT_THROW(ocl::allocate(d, std::size_t(d.max_alloc) + 1, "a test buffer"), rt::device_memory_error);
+  ocl::device no_fp64;
+  no_fp64.name = "a device without doubles";
+  EXPECT_NE(ocl::unsupported_type(no_fp64, rt::dtype::float64).find("cl_khr_fp64"), std::string::npos);
+  EXPECT_EQ(ocl::unsupported_type(no_fp64, rt::dtype::float32), "");
+  // A device that is not there, a form the device does not take, a width that is not one.
+  rt::execution far = on("opencl");
+  far.devices = rt::device_set{{rt::device_count("opencl")}};
+  std::vector<float> x(10, 1.0f);
+  float out = 0;
+  rt::reduce_job job;
+  job.input = rt::array_view{rt::dtype::float32, x.data(), 10};
+  EXPECT_THROW(rt::reduce(job, rt::output_view{rt::dtype::float32, &out, 1}, far), rt::unsupported_error);
+  setenv("MULTIREDUCE_OPENCL_WIDTH", "48", 1);
+  EXPECT_THROW(rt::reduce(job, rt::output_view{rt::dtype::float32, &out, 1}, on("opencl")), rt::unsupported_error);
+  unsetenv("MULTIREDUCE_OPENCL_WIDTH");
+  if (!d.nvidia) {
+    setenv("MULTIREDUCE_OPENCL_FORM", "ptx", 1);
+    EXPECT_THROW(rt::reduce(job, rt::output_view{rt::dtype::float32, &out, 1}, on("opencl")), rt::unsupported_error);
+    unsetenv("MULTIREDUCE_OPENCL_FORM");
+  }
+  // "auto" never takes the OpenCL backend for host data.
+  const rt::report r = rt::reduce(job, rt::output_view{rt::dtype::float32, &out, 1});
+  EXPECT_NE(r.backend, "opencl");
+}
+
+}  // namespace
