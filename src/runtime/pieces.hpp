@@ -12,6 +12,19 @@
 
 #include "runtime.hpp"
 
+namespace multireduce::runtime {
+
+/// Tells exec.progress how far a job on a source is (every backend's jobs, between pieces).
+struct progress_report {
+  const execution& exec;
+  std::int64_t total;
+  void operator()(std::int64_t done) const {
+    if (exec.progress) exec.progress(done, total);
+  }
+};
+
+}  // namespace multireduce::runtime
+
 namespace multireduce::runtime::pieces {
 
 /// Input elements [first, first + count) and the job on them alone, whose outputs are the job's

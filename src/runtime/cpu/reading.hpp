@@ -1,5 +1,5 @@
 // runtime/cpu/reading.hpp -- how the CPU backend reads a source: elements as the type they are
-// reduced in (float16 widened to float), in pieces, telling the caller's progress as it goes.
+// reduced in (float16 widened to float), in pieces (progress_report, pieces.hpp, tells the caller's progress as it goes).
 #pragma once
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <multireduce/config.hpp>
 
 #include "../pairwise.hpp"
+#include "../pieces.hpp"
 #include "../runtime.hpp"
 
 namespace multireduce::runtime::cpu_backend_detail {
@@ -49,15 +50,6 @@ class element_reader {
  private:
   array_source& in_;
   std::vector<float> wide_;
-};
-
-/// Tells exec.progress how far a job is.
-struct progress_report {
-  const execution& exec;
-  std::int64_t total;
-  void operator()(std::int64_t done) const {
-    if (exec.progress) exec.progress(done, total);
-  }
 };
 
 }  // namespace multireduce::runtime::cpu_backend_detail

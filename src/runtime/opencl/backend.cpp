@@ -94,6 +94,14 @@ std::vector<std::byte> download(device& d, const cl::Buffer& b, std::size_t byte
   return host;
 }
 
+/// Element i of an array of T downloaded as bytes (accumulators, states).
+template <class T>
+T element_at(const std::vector<std::byte>& host, std::size_t i) {
+  T x;
+  std::memcpy(&x, host.data() + i * sizeof(T), sizeof(T));
+  return x;
+}
+
 /// How a job on one device went: kernel time (events) and wall time.
 struct job_clock {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
@@ -115,14 +123,6 @@ std::int64_t piece_cap(const device& d, const array_source& in) {
                                   std::max<std::int64_t>(1, std::min<std::int64_t>(std::int64_t{1} << 27, most)));
 }
 
-struct progress_report {
-  const execution& exec;
-  std::int64_t total;
-  void operator()(std::int64_t done) const {
-    if (exec.progress) exec.progress(done, total);
-  }
-};
-
 // ---- reductions -----------------------------------------------------------------------------------
 
 template <class T>
@@ -132,7 +132,6 @@ void reduce_whole(device& d, lanes l, const reduce_job& job, array_source& in, o
   const dtype type = in.type();
   with_operator<E>(job.op, [&](auto op, auto init) {
     using Acc = decltype(init);
-    static_assert(sizeof(Acc) == 8 || sizeof(Acc) <= 4 || sizeof(Acc) == 16, "an accumulator the kernels know");
     const std::int64_t n = in.count(), cap = piece_cap(d, in);
     growing_buffer input{{}, 0, "a piece of the input"}, partials{{}, 0, "the parts' folds"};
     Acc total = init;
@@ -146,11 +145,7 @@ void reduce_whole(device& d, lanes l, const reduce_job& job, array_source& in, o
       reduce_parts(d, l, type, job.op, bytes_of(init), b, count, p, &ev);
       clock.add(ev);
       const auto host = download(d, p, std::size_t(parts) * sizeof(Acc));
-      for (std::int64_t g = 0; g < parts; ++g) {
-        Acc part;
-        std::memcpy(&part, host.data() + std::size_t(g) * sizeof(Acc), sizeof(Acc));
-        total = op(total, shifted(part, first));
-      }
+      for (std::int64_t g = 0; g < parts; ++g) total = op(total, shifted(element_at<Acc>(host, std::size_t(g)), first));
       progress(first + count);
     }
     if constexpr (requires { total.index; }) {
@@ -208,11 +203,9 @@ void reduce_columns_job(device& d, lanes l, const reduce_job& job, array_source&
       clock.add(ev);
       const auto host = download(d, p, std::size_t(parts * outputs) * sizeof(Acc));
       for (std::int64_t part = 0; part < parts; ++part)
-        for (std::int64_t i = 0; i < outputs; ++i) {
-          Acc a;
-          std::memcpy(&a, host.data() + std::size_t(part * outputs + i) * sizeof(Acc), sizeof(Acc));
-          acc[std::size_t(i)] = op(acc[std::size_t(i)], shifted(a, row_offset));
-        }
+        for (std::int64_t i = 0; i < outputs; ++i)
+          acc[std::size_t(i)] =
+              op(acc[std::size_t(i)], shifted(element_at<Acc>(host, std::size_t(part * outputs + i)), row_offset));
     };
     if (block <= cap) {
       const std::int64_t per = std::max<std::int64_t>(1, cap / std::max<std::int64_t>(block, 1));
@@ -322,8 +315,7 @@ any_statistics statistics_typed(device& d, array_source& in, job_clock& clock, c
     clock.add(ev);
     const auto host = download(d, s, std::size_t(parts) * sizeof(state));
     for (std::int64_t g = 0; g < parts; ++g) {
-      state st;
-      std::memcpy(&st, host.data() + std::size_t(g) * sizeof(state), sizeof(state));
+      const state st = element_at<state>(host, std::size_t(g));
       if (st.count == 0) continue;
       const auto sum = static_cast<typename accumulator::sum_type>(st.sum);
       total = accumulator::merge(
