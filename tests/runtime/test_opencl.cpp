@@ -304,6 +304,19 @@ TEST(OpenclReduce, LongWindowsLongSegmentsAndAxes) {
       skewed.offsets = offsets.data();
       skewed.segments = std::int64_t(offsets.size()) - 1;
       expect_like_cpu(skewed, n, what + " skewed offsets", input);
+      // Short segments on average, with long ones among them: tiles whose elements do not fit the
+      // staging buffer, folded from global memory (the short ones alone, the long ones together).
+      std::mt19937_64 g(seed_for(what + " short with long"));
+      std::vector<std::int64_t> mixed{0};
+      for (std::int64_t s = 1; mixed.back() < n; ++s) {
+        const std::int64_t length = s % 300 == 0 ? 3000 + std::int64_t(g() % 3000) : s % 97 == 0 ? 50 + std::int64_t(g() % 15) : std::int64_t(g() % 17);
+        mixed.push_back(std::min<std::int64_t>(n, mixed.back() + length));
+      }
+      rt::reduce_job short_with_long = job;
+      short_with_long.shape = rt::shape_kind::offsets;
+      short_with_long.offsets = mixed.data();
+      short_with_long.segments = std::int64_t(mixed.size()) - 1;
+      expect_like_cpu(short_with_long, 6000, what + " short segments with long ones", input);
       // Axes of a 3-d array: the first (few long columns, rows in parts), the middle, the last.
       const std::int64_t dims[] = {7, 149797};
       for (const std::int64_t axis : {0, 1}) {

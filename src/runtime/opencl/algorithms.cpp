@@ -48,6 +48,14 @@ const char* op_macro(op_kind op) {
   return "?";
 }
 
+/// Vectors of 4 values a work-item stages in segments_staged: the tile's bytes over the group's
+/// work-items, at most 16 (registers).
+int staged_vectors(dtype type) {
+  using tuning = segments_tuning;
+  const std::uint64_t v = tuning::staged_tile_bytes / (std::uint64_t(tuning::staged_group) * 4 * value_bytes(type));
+  return int(std::clamp<std::uint64_t>(v, 1, 16));
+}
+
 bool integer_accumulator(dtype type, op_kind op) {
   return (op == op_kind::sum || op == op_kind::prod) && !is_floating(type);
 }
@@ -61,7 +69,8 @@ std::string build_options(const device& d, dtype type, op_kind op, lanes l, bool
   std::string o = "-cl-std=CL1.2 -DELEM=" + std::string(element_type(type)) + " -DVAL=" + val + " -DACC=" + acc +
                   " -DOUT=" + (positional ? std::string("long") : acc) + " -D" + op_macro(op) + " -DVEC4=" + val + "4" +
                   " -DWIDTH=" + std::to_string(l.width) + " -DFORM=" + std::to_string(int(l.form)) +
-                  " -DCHUNK=" + std::to_string(window_tuning::chunk);
+                  " -DCHUNK=" + std::to_string(window_tuning::chunk) + " -DSTAGED_VECTORS=" +
+                  std::to_string(staged_vectors(type)) + " -DSTAGED_ALONE=" + std::to_string(segments_tuning::staged_alone);
   if (is_floating(type)) o += " -DVAL_IS_FLOAT";
   if (type == dtype::float16) o += " -DELEM_IS_HALF";
   if (type == dtype::float64) o += " -DUSE_FP64";
@@ -81,6 +90,18 @@ std::size_t fit_group(const cl::Kernel& k, const device& d, std::size_t wanted, 
   while (g > multiple && g > limit) g /= 2;
   if (g > limit) throw device_error(CL_INVALID_WORK_GROUP_SIZE, "OpenCL: " + d.name + " runs this kernel with at most " + std::to_string(limit) + " work-items, fewer than the " + std::to_string(multiple) + " lanes of its logical warp");
   return g;
+}
+
+/// The local memory a work-group of `k` may still take on `d`: the device's, less what the kernel
+/// takes itself and a margin (NVIDIA's OpenCL refuses, CL_OUT_OF_RESOURCES, a work-group whose
+/// local buffers fill CL_DEVICE_LOCAL_MEM_SIZE exactly).
+std::uint64_t local_room(const cl::Kernel& k, const device& d) {
+  try {
+    const std::uint64_t own = k.getWorkGroupInfo<CL_KERNEL_LOCAL_MEM_SIZE>(d.id) + 1024;
+    return d.local_bytes > own ? d.local_bytes - own : 0;
+  } catch (const cl::Error& e) {
+    fail(e, "asking a kernel's local memory");
+  }
 }
 
 void launch(device& d, const cl::Kernel& k, std::size_t groups, std::size_t group, events* ev, const char* what) {
@@ -132,8 +153,11 @@ void reduce_segments(device& d, lanes l, dtype type, op_kind op, std::span<const
                      std::int64_t n, const segment_shape& shape, const cl::Buffer& out, events* ev) {
   using tuning = segments_tuning;
   if (shape.segments == 0) return;
-  const bool by_group = n / shape.segments >= tuning::group_length || shape.longest >= tuning::longest_for_warps;
-  cl::Kernel k = d.kernel("segments", build_options(d, type, op, l), by_group ? "segments_by_group" : "segments_by_warp");
+  const std::int64_t mean = n / shape.segments;
+  const bool by_group = mean >= tuning::group_length || shape.longest >= tuning::longest_for_warps;
+  const bool staged = !by_group && mean <= tuning::staged_mean_max;
+  const char* name = by_group ? "segments_by_group" : staged ? "segments_staged" : "segments_by_warp";
+  cl::Kernel k = d.kernel("segments", build_options(d, type, op, l), name);
   const int mode = shape.offsets ? 1 : 0;
   const cl::Buffer& offsets = shape.offsets ? *shape.offsets : in;  // unread in mode 0
   const std::size_t acc = accumulator_bytes(type, op);
@@ -141,7 +165,16 @@ void reduce_segments(device& d, lanes l, dtype type, op_kind op, std::span<const
     const std::size_t group = fit_group(k, d, tuning::group);
     set_args(k, in, cl_long(n), cl_int(mode), cl_long(shape.length), offsets, cl_long(shape.segments), out, init,
              cl::Local(group * acc));
-    launch(d, k, std::size_t(shape.segments), group, ev, "segments_by_group");
+    launch(d, k, std::size_t(shape.segments), group, ev, name);
+    return;
+  }
+  if (staged) {
+    const std::size_t group = fit_group(k, d, tuning::staged_group);
+    const std::int64_t tiles = ceil_div(shape.segments, std::int64_t(group));
+    const std::int64_t groups = std::min<std::int64_t>(tiles, std::int64_t(d.compute_units) * tuning::staged_groups_per_compute_unit);
+    set_args(k, in, cl_long(n), cl_int(mode), cl_long(shape.length), offsets, cl_long(shape.segments), out, init,
+             cl::Local(group * std::size_t(staged_vectors(type)) * 4 * value_bytes(type)), cl::Local(group * acc));
+    launch(d, k, std::size_t(groups), group, ev, name);
     return;
   }
   const std::size_t width = std::size_t(l.width);
@@ -149,7 +182,7 @@ void reduce_segments(device& d, lanes l, dtype type, op_kind op, std::span<const
   const std::size_t scratch = l.form == exchange_form::local_memory ? group / width * 4 * width * acc : acc;
   set_args(k, in, cl_long(n), cl_int(mode), cl_long(shape.length), offsets, cl_long(shape.segments), out, init,
            cl::Local(scratch), cl::Local(group * 2 * sizeof(cl_long)));
-  launch(d, k, std::size_t(ceil_div(shape.segments, std::int64_t(group))), group, ev, "segments_by_warp");
+  launch(d, k, std::size_t(ceil_div(shape.segments, std::int64_t(group))), group, ev, name);
 }
 
 std::int64_t whole_parts(const device& d, std::int64_t n) {
@@ -193,13 +226,9 @@ void reduce_windows(device& d, lanes l, dtype type, op_kind op, std::span<const 
   const std::size_t acc = accumulator_bytes(type, op), value = value_bytes(type), outb = output_bytes(type, op);
   cl::Kernel tile = d.kernel("window", options, "window_tile");
   std::size_t limit = d.max_group;
-  std::uint64_t local_limit = d.local_bytes;
+  const std::uint64_t local_limit = local_room(tile, d);
   try {
     limit = std::min(limit, tile.getWorkGroupInfo<CL_KERNEL_WORK_GROUP_SIZE>(d.id));
-    // What the kernel takes itself, and a margin: NVIDIA's OpenCL refuses (CL_OUT_OF_RESOURCES) a
-    // work-group whose local buffers fill CL_DEVICE_LOCAL_MEM_SIZE exactly.
-    const std::uint64_t own = tile.getWorkGroupInfo<CL_KERNEL_LOCAL_MEM_SIZE>(d.id) + 1024;
-    local_limit = local_limit > own ? local_limit - own : 0;
   } catch (const cl::Error& e) {
     fail(e, "asking a kernel's work-group size");
   }
@@ -255,8 +284,9 @@ std::size_t statistics_state_bytes(dtype) { return 8 * 6 + 2 * 16; }
 
 void statistics(device& d, dtype type, const cl::Buffer& in, std::int64_t n, double shift, const cl::Buffer& states,
                 events* ev) {
+  const int vectors = statistics_tuning::vectors_in_flight;
   std::string options = build_options(d, type, op_kind::argmin, lanes{}) + " -DUSE_FP64 -DSUM_T=" +
-                        (is_floating(type) ? "double" : "ulong");
+                        (is_floating(type) ? "double" : "ulong") + " -DSTATS_VECTORS=" + std::to_string(vectors);
   cl::Kernel k = d.kernel("statistics", options, "statistics_parts");
   const std::size_t group = fit_group(k, d, statistics_tuning::group);
   const std::int64_t parts = statistics_parts(d, n);

@@ -9,12 +9,26 @@
 
 namespace multireduce::runtime::opencl {
 
-/// Segments (fixed length, offsets, an axis' rows): segments_by_warp (WIDTH segments a warp, the
-/// multi-reduction) or segments_by_group (one work-group a segment).
+/// Segments (fixed length, offsets, an axis' rows): segments_staged (short ones: a work-item a
+/// segment, the tile's elements staged through local memory), segments_by_warp (WIDTH segments a
+/// warp, the multi-reduction, from global memory) or segments_by_group (one work-group a segment).
 struct segments_tuning {
+  /// Mean lengths up to this take segments_staged: 40, the CUDA backend's staged kernel's (tiles of
+  /// 128 segments then fit the 6144 floats of a stage). Not swept. Segmented sums of uniform 0..64
+  /// (2^28 floats, H200): segments_staged 0.334 ms, 93.6% of the CUDA backend; segments_by_warp
+  /// took 1.58 ms (254 registers), a one-tile multi-reduction from local memory 2.08 ms (128).
+  static constexpr std::int64_t staged_mean_max = 40;
+  /// segments_staged: 128 work-items (segments a tile), 24 KB of staged elements a tile (6144
+  /// floats, 12 vectors a work-item), 8 work-groups a compute unit walking the tiles: the CUDA
+  /// backend's staged shape (128 threads, 24 KB stages). Not swept.
+  static constexpr int staged_group = 128;
+  static constexpr std::uint64_t staged_tile_bytes = 24576;
+  static constexpr int staged_groups_per_compute_unit = 8;
+  /// In a tile too long to stage, segments of up to this many elements are folded by their own
+  /// work-item from global memory, longer ones by the whole work-group. Not swept.
+  static constexpr std::int64_t staged_alone = 64;
   /// Logical warps per work-group of segments_by_warp: 4 (128 work-items at width 32), the CUDA
-  /// backend's fixed-segment block. Not swept; segmented sums of uniform 0..64 run at 19.8% of the
-  /// CUDA backend with it, and the cause is not found (tuning log).
+  /// backend's fixed-segment block. Not swept.
   static constexpr int warps = 4;
   /// Segments averaging this many elements or more take a work-group each: at 1024 a warp per
   /// segment leaves too few warps in flight (a segment's 32 lanes then loop 32 times and more). Not
@@ -51,17 +65,23 @@ struct columns_tuning {
 /// hold tile + W - 1 inputs.
 struct window_tuning {
   /// Windows per work-item (CHUNK): each work-item keeps this many suffix folds in registers; 16 as
-  /// the CUDA tile kernel's items per thread. Not swept; W = 1000 runs at 32.0% of the CUDA backend.
+  /// the CUDA tile kernel's items per thread. Not swept.
   static constexpr int chunk = 16;
-  /// Work-items per work-group, the largest of these whose local memory fits (256 x 16 = 4096
-  /// windows a tile, so W = 1000 re-reads a fifth of its inputs).
-  static constexpr int groups[] = {256, 128, 64, 32};
+  /// Work-items per work-group, the largest of these whose local memory fits: 128 (2048 windows a
+  /// tile) first. W = 1000 on 2^28 floats, H200: 1.730 ms at 128 against 1.850 at 256 and 2.311 at
+  /// 64 (H100: 1.82 against 1.95 at 256); at 128 its inputs are read 1.5 times.
+  static constexpr int groups[] = {128, 64, 32};
   static constexpr int group = 256;  ///< the doubling kernels (elementwise)
 };
 
-/// Statistics: statistics_parts, the states merged on the host. As whole_tuning (69.7% of the
-/// CUDA backend on 2^28 floats, bound by the float64 sums); not swept.
+/// Statistics: statistics_parts, the states merged on the host.
 struct statistics_tuning {
+  /// Vectors of 4 each work-item loads before folding any: 4. 2^28 floats on the H200 (speed of
+  /// the CUDA backend's statistics, same call): 1 vector 68.9%, 2 84.9%, 4 92.4%; the double-
+  /// precision folds otherwise leave memory idle.
+  static constexpr int vectors_in_flight = 4;
+  /// As whole_tuning; 16 parts a compute unit instead of 8 was slower (4 vectors: 84.6% against
+  /// 92.4%).
   static constexpr int group = 256;
   static constexpr int parts_per_compute_unit = 8;
   static constexpr std::int64_t min_part = 16384;

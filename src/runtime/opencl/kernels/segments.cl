@@ -85,3 +85,115 @@ kernel void parts_by_group(global const ELEM* in, long n, long parts, global ACC
   const ACC total = fold_by_group(in, b, e, init, scratch);
   if (get_local_id(0) == 0) partials[g] = total;
 }
+
+/// A tile of segments_staged.
+typedef struct {
+  long first;   // the tile's first element
+  long end;     // one past its last
+  long vector;  // the first vector staged: elements 4 vector ..
+  int vectors;  // how many (whole vectors inside the array)
+  int fits;
+} staged_tile;
+
+/// Tile t's span; its vectors into `next` (work-item lid takes vectors lid, lid + size, ...) when they fit.
+inline staged_tile stage_ahead(global const ELEM* in, long n, int mode, long length, global const long* offsets,
+                               long segments, long t, VEC4 next[STAGED_VECTORS]) {
+  const uint lid = get_local_id(0), size = get_local_size(0);
+  staged_tile r;
+  long unused;
+  segment_bounds(mode, t * size, n, length, offsets, segments, &r.first, &unused);
+  segment_bounds(mode, min((t + 1) * (long)size, segments) - 1, n, length, offsets, segments, &unused, &r.end);
+  r.vector = r.first / 4;
+  const long last = min((r.end + 3) / 4, n / 4);  // whole vectors only
+  const long vectors = max(last - r.vector, 0L);
+  r.fits = vectors <= (long)size * STAGED_VECTORS;
+  r.vectors = r.fits ? (int)vectors : 0;
+#ifdef UNROLL_LANES
+#pragma unroll
+#endif
+  for (int k = 0; k < STAGED_VECTORS; ++k) {
+    const int c = (int)lid + k * (int)size;
+    if (c < r.vectors) next[k] = LOAD4(in, r.vector + c);
+  }
+  return r;
+}
+
+// Component u of vector x, at position p, where p lies in the segment [b, e).
+#define STAGED_TAKE(x, u, p) \
+  if ((p) >= b && (p) < e) a = op(a, make_acc((x).u, (p)))
+
+/// Short segments (a mean of at most a few dozen elements): tiles of get_local_size(0) consecutive
+/// segments, one a work-item; work-group g takes tiles g, g + groups, ... Each tile's elements come
+/// into local memory as whole aligned vectors of 4 (STAGED_VECTORS a work-item at most), loaded into
+/// registers while the group folds the tile before, so that their latency hides behind the folds.
+/// Each work-item then folds its own segment from local memory a vector at a time (the first and
+/// the last vector masked), in order. Elements after the array's last whole vector come from global
+/// memory. A tile whose elements do not fit is folded from global memory: segments of at most
+/// STAGED_ALONE elements by their work-items, longer ones by the whole group in turn (fold_by_group,
+/// above). `stage`: STAGED_VECTORS vectors a work-item; `scratch`: one accumulator a work-item.
+kernel void segments_staged(global const ELEM* in, long n, int mode, long length, global const long* offsets,
+                            long segments, global OUT* out, ACC init, local VEC4* stage, local ACC* scratch) {
+  const uint lid = get_local_id(0), size = get_local_size(0);
+  const long tiles = (segments + size - 1) / size, groups = get_num_groups(0);
+  VEC4 next[STAGED_VECTORS];
+  staged_tile ahead = stage_ahead(in, n, mode, length, offsets, segments, get_group_id(0), next);
+  for (long t = get_group_id(0); t < tiles; t += groups) {
+    const staged_tile tile = ahead;
+    barrier(CLK_LOCAL_MEM_FENCE);  // the tile before has been read
+#ifdef UNROLL_LANES
+#pragma unroll
+#endif
+    for (int k = 0; k < STAGED_VECTORS; ++k) {
+      const int c = (int)lid + k * (int)size;
+      if (c < tile.vectors) stage[c] = next[k];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (t + groups < tiles) ahead = stage_ahead(in, n, mode, length, offsets, segments, t + groups, next);
+    const long s = t * size + lid;
+    long b = 0, e = 0;
+    if (s < segments) segment_bounds(mode, s, n, length, offsets, segments, &b, &e);
+    ACC a = init;
+    if (tile.fits) {
+      const long staged_end = 4 * (tile.vector + tile.vectors);
+      if (b < min(e, staged_end)) {
+        const int c0 = (int)(b / 4 - tile.vector), c1 = (int)((min(e, staged_end) - 1) / 4 - tile.vector);
+        long p = 4 * (tile.vector + c0);
+        VEC4 x = stage[c0];
+        STAGED_TAKE(x, s0, p);
+        STAGED_TAKE(x, s1, p + 1);
+        STAGED_TAKE(x, s2, p + 2);
+        STAGED_TAKE(x, s3, p + 3);
+        for (int c = c0 + 1; c < c1; ++c) {
+          x = stage[c];
+          p += 4;
+          a = op(a, make_acc(x.s0, p));
+          a = op(a, make_acc(x.s1, p + 1));
+          a = op(a, make_acc(x.s2, p + 2));
+          a = op(a, make_acc(x.s3, p + 3));
+        }
+        if (c1 > c0) {
+          x = stage[c1];
+          p = 4 * (tile.vector + c1);
+          STAGED_TAKE(x, s0, p);
+          STAGED_TAKE(x, s1, p + 1);
+          STAGED_TAKE(x, s2, p + 2);
+          STAGED_TAKE(x, s3, p + 3);
+        }
+      }
+      for (long i = max(b, staged_end); i < e; ++i) a = op(a, make_acc(LOAD(in, i), i));
+      if (s < segments) out[s] = emit(a, b);
+    } else {
+      if (e - b <= STAGED_ALONE) {
+        for (long i = b; i < e; ++i) a = op(a, make_acc(LOAD(in, i), i));
+        if (s < segments) out[s] = emit(a, b);
+      }
+      for (long k = t * size; k < min((t + 1) * (long)size, segments); ++k) {
+        long kb, ke;
+        segment_bounds(mode, k, n, length, offsets, segments, &kb, &ke);
+        if (ke - kb <= STAGED_ALONE) continue;
+        const ACC total = fold_by_group(in, kb, ke, init, scratch);
+        if (lid == 0) out[k] = emit(op(init, total), kb);
+      }
+    }
+  }
+}

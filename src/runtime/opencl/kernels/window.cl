@@ -18,6 +18,10 @@ kernel void window_tile(global const ELEM* in, long n, long window, global OUT* 
   const long windows = n - window + 1, tile = (long)size * CHUNK;
   const long t0 = (long)get_group_id(0) * tile;
   const long tile_windows = min(tile, windows - t0), span = tile_windows + window - 1;
+  // Unrolled so that a work-item's loads are in flight together, not one latency each.
+#ifdef UNROLL_LANES
+#pragma unroll 8
+#endif
   for (long i = lid; i < span; i += size) vals[PAD(i)] = LOAD(in, t0 + i);
   barrier(CLK_LOCAL_MEM_FENCE);
   const long chunks = (span + CHUNK - 1) / CHUNK;
