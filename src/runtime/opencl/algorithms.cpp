@@ -224,6 +224,22 @@ void reduce_windows(device& d, lanes l, dtype type, op_kind op, std::span<const 
   if (windows <= 0) return;
   const std::string options = build_options(d, type, op, l);
   const std::size_t acc = accumulator_bytes(type, op), value = value_bytes(type), outb = output_bytes(type, op);
+  if (window - 1 >= 2 * tuning::chunk) {  // streamed, where its rings fit local memory
+    cl::Kernel stream = d.kernel("window", options, "window_stream");
+    const std::size_t group = fit_group(stream, d, tuning::stream_group);
+    const std::int64_t tile = std::int64_t(group) * tuning::chunk, q = (window - 1) / tuning::chunk;
+    const std::int64_t ring = tile + ceil_div(window - 1, tuning::chunk) * tuning::chunk, block_ring = std::int64_t(group) + q + 1;
+    auto padded = [](std::int64_t slots) { return std::size_t(slots + slots / 32 + 1); };  // window.cl's SPAD
+    const std::size_t suffix = padded(ring) * acc, folds = 2 * std::size_t(block_ring) * acc, stage = padded(tile) * outb;
+    if (suffix + folds + stage <= local_room(stream, d)) {
+      const std::int64_t tiles = ceil_div(n, tile);
+      const std::int64_t groups = std::min<std::int64_t>(tiles, std::int64_t(d.compute_units) * tuning::stream_groups_per_compute_unit);
+      set_args(stream, in, cl_long(n), cl_long(window), out, init, cl_int(ring), cl_int(block_ring), cl::Local(suffix),
+               cl::Local(folds), cl::Local(stage));
+      launch(d, stream, std::size_t(groups), group, ev, "window_stream");
+      return;
+    }
+  }
   cl::Kernel tile = d.kernel("window", options, "window_tile");
   std::size_t limit = d.max_group;
   const std::uint64_t local_limit = local_room(tile, d);

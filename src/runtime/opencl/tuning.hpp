@@ -61,15 +61,24 @@ struct columns_tuning {
   static constexpr int group = 256;
 };
 
-/// Sliding windows: window_tile, or the doubling kernels where the tile's local memory would not
-/// hold tile + W - 1 inputs.
+/// Sliding windows: window_stream (W > 2 CHUNK + 1), window_tile, or the doubling kernels where
+/// neither one's local memory would hold the W - 1 inputs a tile's windows reach back.
 struct window_tuning {
-  /// Windows per work-item (CHUNK): each work-item keeps this many suffix folds in registers; 16 as
-  /// the CUDA tile kernel's items per thread. Not swept.
+  /// Windows per work-item (CHUNK): each work-item keeps this many inputs and folds in registers; 16
+  /// as the CUDA tile kernel's items per thread. Not swept.
   static constexpr int chunk = 16;
-  /// Work-items per work-group, the largest of these whose local memory fits: 128 (2048 windows a
-  /// tile) first. W = 1000 on 2^28 floats, H200: 1.730 ms at 128 against 1.850 at 256 and 2.311 at
-  /// 64 (H100: 1.82 against 1.95 at 256); at 128 its inputs are read 1.5 times.
+  /// window_stream (W > 2 CHUNK + 1, its rings in local memory): work-items per work-group (tiles of
+  /// 128 x 16 positions) and work-groups a compute unit, each walking a contiguous run of tiles.
+  /// W = 1000 on 2^28 floats, H200, each against the CUDA backend in the same call: 128 x 8 0.810 ms
+  /// (75.7%), 256 x 4 0.837 (73.3%); before the chunk folds were kept twice (each middle then
+  /// wrapped its ring index): 128 x 4 1.157, 128 x 6 1.116, 128 x 8 1.080, 256 x 3 1.089, 256 x 4
+  /// 1.071 ms, and window_tile 1.766 ms.
+  static constexpr int stream_group = 128;
+  static constexpr int stream_groups_per_compute_unit = 8;
+  /// window_tile (W up to 2 CHUNK + 1, or rings too long for the stream): work-items per
+  /// work-group, the largest of these whose local memory fits: 128 (2048 windows a tile) first. W =
+  /// 1000 on 2^28 floats, H200: 1.730 ms at 128 against 1.850 at 256 and 2.311 at 64 (H100: 1.82
+  /// against 1.95 at 256).
   static constexpr int groups[] = {128, 64, 32};
   static constexpr int group = 256;  ///< the doubling kernels (elementwise)
 };

@@ -97,6 +97,129 @@ kernel void window_tile(global const ELEM* in, long n, long window, global OUT* 
   for (long i = lid; i < tile_windows; i += size) out[t0 + i] = stage[PAD(i)];
 }
 
+// ---- streamed: windows of 2 CHUNK + 1 elements and more, up to what the rings hold ----------------
+
+#define WRAP(i, size) ((i) < 0 ? (i) + (size) : (i) >= (size) ? (i) - (size) : (i))
+#define SPAD(i) ((i) + (i) / 32)
+
+/// Work-item t's CHUNK inputs of the tile at o0: positions o0 + CHUNK t + j, as vectors of 4 where
+/// all are inside the array (o0 + CHUNK t is a multiple of 4); those past the end read as 0.
+inline void stream_load(global const ELEM* in, long n, long o0, VAL v[CHUNK]) {
+  const long p0 = o0 + (long)get_local_id(0) * CHUNK;
+  if (p0 + CHUNK <= n) {
+#ifdef UNROLL_LANES
+#pragma unroll
+#endif
+    for (int k = 0; k < CHUNK / 4; ++k) {
+      const VEC4 y = LOAD4(in, p0 / 4 + k);
+      v[4 * k] = y.s0;
+      v[4 * k + 1] = y.s1;
+      v[4 * k + 2] = y.s2;
+      v[4 * k + 3] = y.s3;
+    }
+  } else {
+#ifdef UNROLL_LANES
+#pragma unroll
+#endif
+    for (int j = 0; j < CHUNK; ++j) v[j] = p0 + j < n ? LOAD(in, p0 + j) : (VAL)0;
+  }
+}
+
+/// Work-item t's chunk of the tile at o0 (its inputs v): the suffix folds S into the ring of
+/// positions (the tile's first at `base`), the chunk's fold A into the ring of chunk folds (the
+/// tile's first at `block_base`; each fold in two slots, k and k + block_ring), the prefix folds P
+/// into x.
+inline void stream_fold(local ACC* suffix, local ACC* folds, int base, int block_base, int ring, int block_ring, long o0,
+                        const VAL v[CHUNK], ACC x[CHUNK]) {
+  const int t = get_local_id(0);
+  const long p0 = o0 + (long)t * CHUNK;
+  const int mine = WRAP(base + t * CHUNK, ring);  // a chunk never straddles the ring's end
+  ACC s = make_acc(v[CHUNK - 1], p0 + CHUNK - 1);
+  suffix[SPAD(mine + CHUNK - 1)] = s;
+#ifdef UNROLL_LANES
+#pragma unroll
+#endif
+  for (int j = CHUNK - 2; j >= 0; --j) {
+    s = op(make_acc(v[j], p0 + j), s);
+    suffix[SPAD(mine + j)] = s;
+  }
+  x[0] = make_acc(v[0], p0);
+#ifdef UNROLL_LANES
+#pragma unroll
+#endif
+  for (int j = 1; j < CHUNK; ++j) x[j] = op(x[j - 1], make_acc(v[j], p0 + j));
+  const int slot = WRAP(block_base + t, block_ring);
+  folds[slot] = folds[slot + block_ring] = x[CHUNK - 1];  // twice: read back without wrapping
+}
+
+/// out[i] = op(init, in[i] op ... op in[i + W - 1]) for 2 CHUNK < W - 1 < `ring` - tile, streamed:
+/// work-group g walks a contiguous run of tiles (get_local_size(0) x CHUNK positions) and each tile
+/// writes the windows that END in it, so every input is loaded once (window_tile loads the W - 1
+/// inputs two tiles share twice). Work-item t holds the inputs of chunk t of the tile in registers
+/// (the next tile's come in while it folds this one) and turns them into their prefix folds P
+/// (kept) and suffix folds S (into a ring in local memory that still holds the W - 1 positions
+/// before the tile); the chunk's fold A goes into a ring of chunk folds. A window ending at
+/// position j of chunk c starts in chunk c - q (j >= r) or c - q - 1 (j < r), W - 1 = q CHUNK + r:
+///     window = S[its start]  op  A[c - q + 1 .. c - 1] (op A[c - q] before it, j < r)  op  P[j]
+/// in array order (any associative operator). A run's first tile is preceded by the tiles whose
+/// positions its windows read, folded only into the rings. Local buffers: the position ring
+/// (`ring` slots, padded one every 32), the chunk ring (`block_ring` slots, each fold twice so that
+/// the q folds before a chunk are read without wrapping), the tile's outputs (padded), written out
+/// coalesced. Two barriers a tile.
+kernel void window_stream(global const ELEM* in, long n, long window, global OUT* out, ACC init, int ring,
+                          int block_ring, local ACC* suffix, local ACC* folds, local OUT* stage) {
+  const int t = get_local_id(0), size = get_local_size(0), tile = size * CHUNK;
+  const long tiles = (n + tile - 1) / tile, groups = get_num_groups(0), g = get_group_id(0);
+  const long first_tile = g * tiles / groups, end_tile = (g + 1) * tiles / groups;
+  if (first_tile >= end_tile) return;  // the whole work-group
+  const int w1 = (int)(window - 1), q = w1 / CHUNK, r = w1 % CHUNK;
+  VAL v[CHUNK], next[CHUNK];
+  ACC x[CHUNK];
+  // The tiles before the run that hold the W - 1 positions and q + 1 chunks before its first.
+  for (long k = min(first_tile, ((long)(q + 1) * CHUNK + tile - 1) / tile); k >= 1; --k) {
+    const long before = first_tile - k;
+    stream_load(in, n, before * tile, v);
+    stream_fold(suffix, folds, (int)(before * tile % ring), (int)(before * size % block_ring), ring, block_ring,
+                before * tile, v, x);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  int base = (int)(first_tile * tile % ring), block_base = (int)(first_tile * size % block_ring);
+  stream_load(in, n, first_tile * tile, next);
+  for (long ti = first_tile; ti < end_tile; ++ti) {
+    const long o0 = ti * tile;
+#ifdef UNROLL_LANES
+#pragma unroll
+#endif
+    for (int j = 0; j < CHUNK; ++j) v[j] = next[j];
+    if (ti + 1 < end_tile) stream_load(in, n, o0 + tile, next);
+    stream_fold(suffix, folds, base, block_base, ring, block_ring, o0, v, x);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const long first_end = o0 + (long)t * CHUNK;  // the windows ending at first_end + j
+    if (first_end + CHUNK - 1 >= w1 && first_end < n) {
+      local const ACC* before = folds + WRAP(block_base + t, block_ring) + block_ring;  // before[-k]: chunk c - k
+      ACC middle = before[-1];
+      for (int k = 2; k < q; ++k) middle = op(before[-k], middle);
+      const ACC middle_long = op(before[-q], middle);
+      const int start = WRAP(base + t * CHUNK - w1, ring);
+#ifdef UNROLL_LANES
+#pragma unroll
+#endif
+      for (int j = 0; j < CHUNK; ++j) {
+        const int at = start + j >= ring ? start + j - ring : start + j;
+        const ACC y = op(op(suffix[SPAD(at)], j >= r ? middle : middle_long), x[j]);
+        stage[SPAD(t * CHUNK + j)] = emit(op(init, y), first_end + j - w1);
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int i = t; i < tile; i += size) {
+      const long e = o0 + i;
+      if (e >= w1 && e < n) out[e - w1] = stage[SPAD(i)];
+    }
+    base = WRAP(base + tile, ring);
+    block_base = WRAP(block_base + size, block_ring);
+  }
+}
+
 // Windows too long for local memory: folds of 2^k elements doubled over global memory and taken
 // along W's binary digits (2 log2 W passes over n accumulators).
 
