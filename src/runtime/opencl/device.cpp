@@ -1,6 +1,7 @@
 // runtime/opencl/device.cpp -- the OpenCL devices, their programs and the errors of OpenCL calls.
 #include "device.hpp"
 
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <stdexcept>
@@ -158,8 +159,10 @@ cl::Kernel device::kernel(std::string_view file, const std::string& options, con
       if (file != "knn") source = std::string(kernel_source("common")) + '\n';
       source += kernel_source(file);
       cl::Program built(context, source);
+      const auto started = std::chrono::steady_clock::now();
       try {
         built.build({id}, options.c_str());
+        building_nanoseconds_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count();
       } catch (const cl::BuildError& e) {
         std::string log;
         for (const auto& [dev, text] : e.getBuildLog()) log += text;

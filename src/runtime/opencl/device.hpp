@@ -14,6 +14,7 @@
 #define CL_HPP_ENABLE_EXCEPTIONS
 #include <CL/opencl.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -60,9 +61,13 @@ struct device {
   /// The kernel `name` of program `file` (kernels/<file>.cl after common.cl; knn.cl alone) built with
   /// `options`; built on first use and kept. Throws device_error with the build log when it fails.
   cl::Kernel kernel(std::string_view file, const std::string& options, const char* name);
+  /// Seconds spent building programs so far (a job's report counts them neither as kernels nor as
+  /// copies).
+  double seconds_building() const { return double(building_nanoseconds_.load()) * 1e-9; }
 
  private:
   std::mutex building_;
+  std::atomic<std::int64_t> building_nanoseconds_{0};
   std::map<std::string, cl::Program> programs_;
 };
 
