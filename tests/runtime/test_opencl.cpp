@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <random>
 #include <string>
@@ -170,6 +171,34 @@ void expect_like_cpu(const rt::reduce_job& job, std::int64_t length, const std::
 
 bool takes(rt::dtype type, rt::op_kind op) { return !(rt::info(op).integers_only && rt::is_floating(type)); }
 
+/// Segments of `job`'s input: of each fixed length and with offsets of uniform lengths 0..most for
+/// each `most` (empty segments among them).
+void expect_segments(const rt::reduce_job& job, std::initializer_list<std::int64_t> lengths,
+                     std::initializer_list<std::int64_t> mosts, const std::string& what,
+                     const std::vector<std::byte>& input) {
+  const std::int64_t n = job.input.count;
+  for (const std::int64_t length : lengths) {
+    if (n == 0 || n < length) continue;
+    rt::reduce_job fixed = job;
+    fixed.shape = rt::shape_kind::fixed_segments;
+    fixed.length = length;
+    fixed.segments = n / length;
+    fixed.input.count = fixed.segments * length;
+    expect_like_cpu(fixed, length, what + " fixed " + std::to_string(length), input);
+  }
+  for (const std::int64_t most : mosts) {
+    const std::string name = what + " offsets 0.." + std::to_string(most);
+    std::mt19937_64 g(seed_for(name));
+    std::vector<std::int64_t> offsets{0};
+    while (offsets.back() < n) offsets.push_back(std::min<std::int64_t>(n, offsets.back() + std::int64_t(g() % (most + 1))));
+    rt::reduce_job segmented = job;
+    segmented.shape = rt::shape_kind::offsets;
+    segmented.offsets = offsets.data();
+    segmented.segments = std::int64_t(offsets.size()) - 1;
+    expect_like_cpu(segmented, most, name, input);
+  }
+}
+
 /// Every shape of one dtype and operator (windows where `windows`), on sizes around the edges and
 /// one large array where `large`.
 void expect_every_shape(rt::dtype type, rt::op_kind op, bool large, bool windows = true) {
@@ -183,24 +212,9 @@ void expect_every_shape(rt::dtype type, rt::op_kind op, bool large, bool windows
     job.input = rt::array_view{type, input.data(), n};
     job.op = op;
     expect_like_cpu(job, n, what + " whole", input);
-    for (const std::int64_t length : {std::int64_t{1}, std::int64_t{7}, std::int64_t{40}, std::int64_t{3000}}) {
-      if (n == 0 || n < length) continue;
-      rt::reduce_job fixed = job;
-      fixed.shape = rt::shape_kind::fixed_segments;
-      fixed.length = length;
-      fixed.segments = n / length;
-      fixed.input.count = fixed.segments * length;
-      expect_like_cpu(fixed, length, what + " fixed " + std::to_string(length), input);
-    }
-    // Offsets: uniform 0..64 (empty segments among them).
-    std::mt19937_64 g(seed_for(what + " offsets"));
-    std::vector<std::int64_t> offsets{0};
-    while (offsets.back() < n) offsets.push_back(std::min<std::int64_t>(n, offsets.back() + std::int64_t(g() % 65)));
-    rt::reduce_job segmented = job;
-    segmented.shape = rt::shape_kind::offsets;
-    segmented.offsets = offsets.data();
-    segmented.segments = std::int64_t(offsets.size()) - 1;
-    expect_like_cpu(segmented, 64, what + " offsets 0..64", input);
+    // Fixed lengths and offsets: staged (mean up to 40) and a work-group a segment (longer); the
+    // warp's multi-reduction between them is EveryLaneSetting's (one program per setting already).
+    expect_segments(job, {1, 7, 40, 3000}, {64}, what, input);
     for (const std::int64_t w : {std::int64_t{1}, std::int64_t{5}, std::int64_t{17}, std::int64_t{1000}, n, n + 1}) {
       if (w < 1 || !windows) continue;
       rt::reduce_job window = job;
@@ -235,10 +249,21 @@ TEST(OpenclReduce, EveryLaneSettingLikeTheCpuBackend) {
   for (const ocl::lanes l : lane_settings()) {
     lanes_scope scope(l);
     SCOPED_TRACE(lanes_name(l));
+    // The shapes whose kernel exchanges lanes: segments by a warp's multi-reduction (mean lengths
+    // over 40 and under 1024); every other kernel is the same at every setting.
     for (const rt::dtype type : {rt::dtype::float32, rt::dtype::int64, rt::dtype::float64, rt::dtype::uint8})
       for (const rt::op_kind op : {rt::op_kind::sum, rt::op_kind::max, rt::op_kind::argmin}) {
         if (!ocl::unsupported_type(ocl::device_at(0), type).empty()) continue;
-        expect_every_shape(type, op, type == rt::dtype::float32);
+        std::vector<std::int64_t> sizes{0, 1, 33, 4099};
+        if (type == rt::dtype::float32) sizes.push_back((std::int64_t{1} << 20) + 7);
+        for (const std::int64_t n : sizes) {
+          const std::string what = std::string(rt::name_of(type)) + " " + std::string(rt::name_of(op)) + " n=" + std::to_string(n);
+          const auto input = random_input(type, n, false, seed_for(what));
+          rt::reduce_job job;
+          job.input = rt::array_view{type, input.data(), n};
+          job.op = op;
+          expect_segments(job, {41, 100, 700}, {200}, what, input);
+        }
         if (HasFatalFailure()) return;
       }
   }

@@ -232,8 +232,11 @@ void reduce_windows(device& d, lanes l, dtype type, op_kind op, std::span<const 
     auto padded = [](std::int64_t slots) { return std::size_t(slots + slots / 32 + 1); };  // window.cl's SPAD
     const std::size_t suffix = padded(ring) * acc, folds = 2 * std::size_t(block_ring) * acc, stage = padded(tile) * outb;
     if (suffix + folds + stage <= local_room(stream, d)) {
-      const std::int64_t tiles = ceil_div(n, tile);
-      const std::int64_t groups = std::min<std::int64_t>(tiles, std::int64_t(d.compute_units) * tuning::stream_groups_per_compute_unit);
+      // Each run starts by folding the tiles its first windows reach back into (`before`): runs of at
+      // least stream_run_per_before times as many tiles keep that extra reading small.
+      const std::int64_t tiles = ceil_div(n, tile), before = ceil_div((q + 1) * tuning::chunk, tile);
+      const std::int64_t groups = std::clamp<std::int64_t>(tiles / (tuning::stream_run_per_before * before), 1,
+                                                           std::int64_t(d.compute_units) * tuning::stream_groups_per_compute_unit);
       set_args(stream, in, cl_long(n), cl_long(window), out, init, cl_int(ring), cl_int(block_ring), cl::Local(suffix),
                cl::Local(folds), cl::Local(stage));
       launch(d, stream, std::size_t(groups), group, ev, "window_stream");

@@ -75,6 +75,11 @@ struct window_tuning {
   /// 1.071 ms, and window_tile 1.766 ms.
   static constexpr int stream_group = 128;
   static constexpr int stream_groups_per_compute_unit = 8;
+  /// Fewer work-groups where runs would be short: a run takes at least 4 times the tiles it folds
+  /// first to reach back W - 1 positions (long windows over short arrays; a CPU's large local
+  /// memory takes windows as long as the array). Not swept; at W = 1000 on 2^28 floats it leaves
+  /// the 8 a compute unit.
+  static constexpr std::int64_t stream_run_per_before = 4;
   /// window_tile (W up to 2 CHUNK + 1, or rings too long for the stream): work-items per
   /// work-group, the largest of these whose local memory fits: 128 (2048 windows a tile) first. W =
   /// 1000 on 2^28 floats, H200: 1.730 ms at 128 against 1.850 at 256 and 2.311 at 64 (H100: 1.82
