@@ -212,9 +212,10 @@ void expect_every_shape(rt::dtype type, rt::op_kind op, bool large, bool windows
     job.input = rt::array_view{type, input.data(), n};
     job.op = op;
     expect_like_cpu(job, n, what + " whole", input);
-    // Fixed lengths and offsets: staged (mean up to 40) and a work-group a segment (longer); the
-    // warp's multi-reduction between them is EveryLaneSetting's (one program per setting already).
-    expect_segments(job, {1, 7, 40, 3000}, {64}, what, input);
+    // Fixed lengths and offsets: staged (means up to 40, 20 for 8-byte elements), a warp's
+    // multi-reduction (longer, under 1024; every lane setting in EveryLaneSetting), a work-group a
+    // segment (longer).
+    expect_segments(job, {1, 7, 40, 3000}, {64, 200}, what, input);
     for (const std::int64_t w : {std::int64_t{1}, std::int64_t{5}, std::int64_t{17}, std::int64_t{1000}, n, n + 1}) {
       if (w < 1 || !windows) continue;
       rt::reduce_job window = job;
@@ -334,14 +335,15 @@ TEST(OpenclReduce, LongWindowsLongSegmentsAndAxes) {
       std::mt19937_64 g(seed_for(what + " short with long"));
       std::vector<std::int64_t> mixed{0};
       for (std::int64_t s = 1; mixed.back() < n; ++s) {
-        const std::int64_t length = s % 300 == 0 ? 3000 + std::int64_t(g() % 3000) : s % 97 == 0 ? 50 + std::int64_t(g() % 15) : std::int64_t(g() % 17);
+        // (a mean under 19: staged for 8-byte elements too; a long one never fits a tile)
+        const std::int64_t length = s % 600 == 0 ? 7000 + std::int64_t(g() % 3000) : s % 97 == 0 ? 50 + std::int64_t(g() % 15) : std::int64_t(g() % 9);
         mixed.push_back(std::min<std::int64_t>(n, mixed.back() + length));
       }
       rt::reduce_job short_with_long = job;
       short_with_long.shape = rt::shape_kind::offsets;
       short_with_long.offsets = mixed.data();
       short_with_long.segments = std::int64_t(mixed.size()) - 1;
-      expect_like_cpu(short_with_long, 6000, what + " short segments with long ones", input);
+      expect_like_cpu(short_with_long, 10000, what + " short segments with long ones", input);
       // Axes of a 3-d array: the first (few long columns, rows in parts), the middle, the last.
       const std::int64_t dims[] = {7, 149797};
       for (const std::int64_t axis : {0, 1}) {

@@ -56,6 +56,12 @@ int staged_vectors(dtype type) {
   return int(std::clamp<std::uint64_t>(v, 1, 16));
 }
 
+/// The longest mean length segments_staged takes: 5/6 of a work-item's share of the stage (40 for
+/// 4-byte elements, 20 for 8-byte ones), so that a tile of average segments fits with room to spare.
+std::int64_t staged_mean_max(dtype type) {
+  return std::int64_t(staged_vectors(type)) * 4 * segments_tuning::staged_fill_numerator / segments_tuning::staged_fill_denominator;
+}
+
 bool integer_accumulator(dtype type, op_kind op) {
   return (op == op_kind::sum || op == op_kind::prod) && !is_floating(type);
 }
@@ -155,7 +161,7 @@ void reduce_segments(device& d, lanes l, dtype type, op_kind op, std::span<const
   if (shape.segments == 0) return;
   const std::int64_t mean = n / shape.segments;
   const bool by_group = mean >= tuning::group_length || shape.longest >= tuning::longest_for_warps;
-  const bool staged = !by_group && mean <= tuning::staged_mean_max;
+  const bool staged = !by_group && mean <= staged_mean_max(type);
   const char* name = by_group ? "segments_by_group" : staged ? "segments_staged" : "segments_by_warp";
   cl::Kernel k = d.kernel("segments", build_options(d, type, op, l), name);
   const int mode = shape.offsets ? 1 : 0;

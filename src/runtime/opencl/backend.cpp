@@ -103,7 +103,8 @@ T element_at(const std::vector<std::byte>& host, std::size_t i) {
 }
 
 /// How a job on one device went: kernel time (events), and the rest of the wall time but the
-/// programs built on the way (copies to and from the device, reading the input).
+/// programs built on the way (copies to and from the device, reading the input). PoCL compiles a
+/// kernel at its first launch, not when its program is built: that time still counts as the rest.
 struct job_clock {
   explicit job_clock(const device& d) : building_before(d.seconds_building()) {}
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();

@@ -13,11 +13,12 @@ namespace multireduce::runtime::opencl {
 /// segment, the tile's elements staged through local memory), segments_by_warp (WIDTH segments a
 /// warp, the multi-reduction, from global memory) or segments_by_group (one work-group a segment).
 struct segments_tuning {
-  /// Mean lengths up to this take segments_staged: 40, the CUDA backend's staged kernel's (tiles of
-  /// 128 segments then fit the 6144 floats of a stage). Not swept. Segmented sums of uniform 0..64
+  /// Mean lengths up to 5/6 of a work-item's share of the stage take segments_staged: 40 floats, the
+  /// CUDA backend's staged kernel's (tiles of 128 segments then fit the 6144 floats of a stage), 20
+  /// 8-byte elements. Not swept. Segmented sums of uniform 0..64
   /// (2^28 floats, H200): segments_staged 0.334 ms, 93.6% of the CUDA backend; segments_by_warp
   /// took 1.58 ms (254 registers), a one-tile multi-reduction from local memory 2.08 ms (128).
-  static constexpr std::int64_t staged_mean_max = 40;
+  static constexpr std::int64_t staged_fill_numerator = 5, staged_fill_denominator = 6;
   /// segments_staged: 128 work-items (segments a tile), 24 KB of staged elements a tile (6144
   /// floats, 12 vectors a work-item), 8 work-groups a compute unit walking the tiles: the CUDA
   /// backend's staged shape (128 threads, 24 KB stages). Not swept.
@@ -61,13 +62,13 @@ struct columns_tuning {
   static constexpr int group = 256;
 };
 
-/// Sliding windows: window_stream (W > 2 CHUNK + 1), window_tile, or the doubling kernels where
+/// Sliding windows: window_stream (W >= 2 CHUNK + 1), window_tile, or the doubling kernels where
 /// neither one's local memory would hold the W - 1 inputs a tile's windows reach back.
 struct window_tuning {
   /// Windows per work-item (CHUNK): each work-item keeps this many inputs and folds in registers; 16
   /// as the CUDA tile kernel's items per thread. Not swept.
   static constexpr int chunk = 16;
-  /// window_stream (W > 2 CHUNK + 1, its rings in local memory): work-items per work-group (tiles of
+  /// window_stream (W >= 2 CHUNK + 1, its rings in local memory): work-items per work-group (tiles of
   /// 128 x 16 positions) and work-groups a compute unit, each walking a contiguous run of tiles.
   /// W = 1000 on 2^28 floats, H200, each against the CUDA backend in the same call: 128 x 8 0.810 ms
   /// (75.7%), 256 x 4 0.837 (73.3%); before the chunk folds were kept twice (each middle then
@@ -80,7 +81,7 @@ struct window_tuning {
   /// memory takes windows as long as the array). Not swept; at W = 1000 on 2^28 floats it leaves
   /// the 8 a compute unit.
   static constexpr std::int64_t stream_run_per_before = 4;
-  /// window_tile (W up to 2 CHUNK + 1, or rings too long for the stream): work-items per
+  /// window_tile (W up to 2 CHUNK, or rings too long for the stream): work-items per
   /// work-group, the largest of these whose local memory fits: 128 (2048 windows a tile) first. W =
   /// 1000 on 2^28 floats, H200: 1.730 ms at 128 against 1.850 at 256 and 2.311 at 64 (H100: 1.82
   /// against 1.95 at 256).

@@ -15,6 +15,8 @@
 //            paper's section 6: any OpenCL 1.2 device), FORM_SUBGROUP (sub_group_shuffle_xor,
 //            cl_khr_subgroup_shuffle), FORM_PTX (NVIDIA: inline PTX shfl.sync.bfly)
 //   USE_FP64 when the program needs double (cl_khr_fp64)
+//   CHUNK, STAGED_VECTORS, STAGED_ALONE  the shapes of window.cl's and segments.cl's kernels
+//            (tuning.hpp); STATS_VECTORS statistics.cl's vectors in flight
 //   UNROLL_LANES on GPUs: the loops over a warp's lanes and a chunk's items unrolled, so that
 //            per-lane arrays stay in registers (a CPU compiler, PoCL's, builds far faster without)
 #define FORM_LOCAL 0

@@ -152,7 +152,7 @@ inline void stream_fold(local ACC* suffix, local ACC* folds, int base, int block
   folds[slot] = folds[slot + block_ring] = x[CHUNK - 1];  // twice: read back without wrapping
 }
 
-/// out[i] = op(init, in[i] op ... op in[i + W - 1]) for 2 CHUNK < W - 1 < `ring` - tile, streamed:
+/// out[i] = op(init, in[i] op ... op in[i + W - 1]) for 2 CHUNK <= W - 1 <= `ring` - tile, streamed:
 /// work-group g walks a contiguous run of tiles (get_local_size(0) x CHUNK positions) and each tile
 /// writes the windows that END in it, so every input is loaded once (window_tile loads the W - 1
 /// inputs two tiles share twice). Work-item t holds the inputs of chunk t of the tile in registers
