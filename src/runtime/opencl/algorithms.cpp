@@ -309,9 +309,9 @@ std::size_t statistics_state_bytes(dtype) { return 8 * 6 + 2 * 16; }
 
 void statistics(device& d, dtype type, const cl::Buffer& in, std::int64_t n, double shift, const cl::Buffer& states,
                 events* ev) {
-  const int vectors = statistics_tuning::vectors_in_flight;
   std::string options = build_options(d, type, op_kind::argmin, lanes{}) + " -DUSE_FP64 -DSUM_T=" +
-                        (is_floating(type) ? "double" : "ulong") + " -DSTATS_VECTORS=" + std::to_string(vectors);
+                        (is_floating(type) ? "double" : "ulong") +
+                        " -DSTATS_VECTORS=" + std::to_string(statistics_tuning::vectors_in_flight);
   cl::Kernel k = d.kernel("statistics", options, "statistics_parts");
   const std::size_t group = fit_group(k, d, statistics_tuning::group);
   const std::int64_t parts = statistics_parts(d, n);
