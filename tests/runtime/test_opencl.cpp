@@ -251,7 +251,9 @@ TEST(OpenclReduce, EveryLaneSettingLikeTheCpuBackend) {
     lanes_scope scope(l);
     SCOPED_TRACE(lanes_name(l));
     // The shapes whose kernel exchanges lanes: segments by a warp's multi-reduction (mean lengths
-    // over 40 and under 1024); every other kernel is the same at every setting.
+    // over 40 and under 1024). The streamed windows' scans exchange lanes too, in the shuffle forms
+    // only: StreamedWindowsOfEveryMiddle tests them in the device's default form (on NVIDIA, PTX,
+    // its only shuffle form). Every other kernel is the same at every setting.
     for (const rt::dtype type : {rt::dtype::float32, rt::dtype::int64, rt::dtype::float64, rt::dtype::uint8})
       for (const rt::op_kind op : {rt::op_kind::sum, rt::op_kind::max, rt::op_kind::argmin}) {
         if (!ocl::unsupported_type(ocl::device_at(0), type).empty()) continue;
@@ -268,6 +270,29 @@ TEST(OpenclReduce, EveryLaneSettingLikeTheCpuBackend) {
         if (HasFatalFailure()) return;
       }
   }
+}
+
+TEST(OpenclReduce, StreamedWindowsOfEveryMiddle) {
+  SKIP_WITHOUT_OPENCL();
+  // window_stream's middles (W - 1 = 16 q + r chunks of 16): q = 2 (one chunk fold), and in the
+  // shuffle forms van Herk's scans within groups of 1, 2, 8, 16 and 32 lanes, q - 1 on either side
+  // of a group boundary; runs of several tiles, so that the rings wrap. The lanes are the device's
+  // default (NVIDIA: PTX shuffles; the local-memory form reads the q - 1 folds one by one).
+  const std::int64_t n = 300007;
+  for (const rt::dtype type : {rt::dtype::float32, rt::dtype::int64})
+    for (const rt::op_kind op : {rt::op_kind::sum, rt::op_kind::max, rt::op_kind::argmin}) {
+      const std::string what = std::string(rt::name_of(type)) + " " + std::string(rt::name_of(op)) + " streamed";
+      const auto input = random_input(type, n, false, seed_for(what));
+      rt::reduce_job job;
+      job.input = rt::array_view{type, input.data(), n};
+      job.op = op;
+      job.shape = rt::shape_kind::window;
+      for (const std::int64_t w : {33, 48, 49, 81, 200, 529, 530, 545, 1000, 2001}) {
+        job.length = w;
+        expect_like_cpu(job, w, what + " window " + std::to_string(w), input);
+      }
+      if (HasFatalFailure()) return;
+    }
 }
 
 TEST(OpenclReduce, NaNsAndTiesFollowNumPy) {

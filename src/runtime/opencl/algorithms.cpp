@@ -232,19 +232,25 @@ void reduce_windows(device& d, lanes l, dtype type, op_kind op, std::span<const 
   const std::size_t acc = accumulator_bytes(type, op), value = value_bytes(type), outb = output_bytes(type, op);
   if (window - 1 >= 2 * tuning::chunk) {  // streamed, where its rings fit local memory
     cl::Kernel stream = d.kernel("window", options, "window_stream");
-    const std::size_t group = fit_group(stream, d, tuning::stream_group);
+    const bool scans = l.form != exchange_form::local_memory;  // van Herk's groups (window.cl's stream_middle)
+    const std::size_t group = fit_group(stream, d, tuning::stream_group, scans ? std::size_t(l.width) : 1);
     const std::int64_t tile = std::int64_t(group) * tuning::chunk, q = (window - 1) / tuning::chunk;
-    const std::int64_t ring = tile + ceil_div(window - 1, tuning::chunk) * tuning::chunk, block_ring = std::int64_t(group) + q + 1;
+    // The ring of chunk folds holds whole groups of 32 (the shuffle forms' scans within groups).
+    const std::int64_t ring = tile + ceil_div(window - 1, tuning::chunk) * tuning::chunk;
+    const std::int64_t block_ring = ceil_div(std::int64_t(group) + q + 1, 32) * 32;
+    int scan_group = 1;  // the largest power of 2 up to 32 below the q - 1 chunks of a middle
+    while (scan_group < 32 && 2 * scan_group < q - 1) scan_group *= 2;
     auto padded = [](std::int64_t slots) { return std::size_t(slots + slots / 32 + 1); };  // window.cl's SPAD
     const std::size_t suffix = padded(ring) * acc, folds = 2 * std::size_t(block_ring) * acc, stage = padded(tile) * outb;
-    if (suffix + folds + stage <= local_room(stream, d)) {
+    const std::size_t scan = scans ? std::size_t(block_ring) * acc : acc;  // each of the 3 scan rings
+    if (suffix + folds + 3 * scan + stage <= local_room(stream, d)) {
       // Each run starts by folding the tiles its first windows reach back into (`before`): runs of at
       // least stream_run_per_before times as many tiles keep that extra reading small.
       const std::int64_t tiles = ceil_div(n, tile), before = ceil_div((q + 1) * tuning::chunk, tile);
       const std::int64_t groups = std::clamp<std::int64_t>(tiles / (tuning::stream_run_per_before * before), 1,
                                                            std::int64_t(d.compute_units) * tuning::stream_groups_per_compute_unit);
-      set_args(stream, in, cl_long(n), cl_long(window), out, init, cl_int(ring), cl_int(block_ring), cl::Local(suffix),
-               cl::Local(folds), cl::Local(stage));
+      set_args(stream, in, cl_long(n), cl_long(window), out, init, cl_int(ring), cl_int(block_ring), cl_int(scan_group),
+               cl::Local(suffix), cl::Local(folds), cl::Local(scan), cl::Local(scan), cl::Local(scan), cl::Local(stage));
       launch(d, stream, std::size_t(groups), group, ev, "window_stream");
       return;
     }

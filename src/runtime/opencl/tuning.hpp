@@ -70,10 +70,16 @@ struct window_tuning {
   static constexpr int chunk = 16;
   /// window_stream (W >= 2 CHUNK + 1, its rings in local memory): work-items per work-group (tiles of
   /// 128 x 16 positions) and work-groups a compute unit, each walking a contiguous run of tiles.
-  /// W = 1000 on 2^28 floats, H200, each against the CUDA backend in the same call: 128 x 8 0.810 ms
-  /// (75.7%), 256 x 4 0.837 (73.3%); before the chunk folds were kept twice (each middle then
-  /// wrapped its ring index): 128 x 4 1.157, 128 x 6 1.116, 128 x 8 1.080, 256 x 3 1.089, 256 x 4
-  /// 1.071 ms, and window_tile 1.766 ms.
+  /// W = 1000 on 2^28 floats, H200, each against the CUDA backend in the same call (2026-11-27):
+  /// with the middles as van Herk scans and outputs stored 4 at a time (NVIDIA's compiler gives it
+  /// 123 registers, so 4 work-groups of 128 are resident whatever the count asked): 128 x 8 0.693
+  /// ms (87.3%), 256 x 4 0.693 (87.5%), 128 x 6 0.733 (82.6%), 256 x 3 0.739 (81.7%); the same
+  /// stored one output a work-item at a time 0.772 (78.7%). Before the scans (the q - 1 chunk
+  /// folds of each middle read one by one): 128 x 8 0.810 ms (75.7%), 256 x 4 0.837 (73.3%); with
+  /// folds of 4, 8 or 16 chunks in a third ring (a third barrier a tile) 0.763, 0.774 and 0.798 ms;
+  /// before the chunk folds were kept twice (each middle then wrapped its ring index): 128 x 4
+  /// 1.157, 128 x 6 1.116, 128 x 8 1.080, 256 x 3 1.089, 256 x 4 1.071 ms, and window_tile 1.766
+  /// ms. H100, 128 x 8: 0.807 ms against the CUDA backend's 0.799 (99.0%).
   static constexpr int stream_group = 128;
   static constexpr int stream_groups_per_compute_unit = 8;
   /// Fewer work-groups where runs would be short: a run takes at least 4 times the tiles it folds

@@ -152,6 +152,71 @@ inline void stream_fold(local ACC* suffix, local ACC* folds, int base, int block
   folds[slot] = folds[slot + block_ring] = x[CHUNK - 1];  // twice: read back without wrapping
 }
 
+#if FORM != FORM_LOCAL
+/// van Herk's scans over the chunk folds within groups of `group` lanes (a power of 2, at most a
+/// warp), by lane exchanges: work-item t's chunk fold `a` folded with the ones before it in its
+/// group into before[slot], with the ones after it into after[slot], and (by the group's first
+/// lane) the group's fold into group_folds[slot / group]. `slot`: t's place in the chunk ring, whose
+/// groups start at multiples of `group`. Every work-item calls it (the exchanges are the warp's).
+inline void stream_group_scans(ACC a, int group, int slot, local ACC* before, local ACC* after,
+                               local ACC* group_folds) {
+  const uint lane = get_local_id(0) % WIDTH;
+  ACC prefix = a, suffix = a, total = a;  // within the aligned block of d lanes that holds this one
+  for (int d = 1; d < group; d *= 2) {
+    const ACC other = exchange(total, (uint)d);
+    if (lane & (uint)d) {  // the block before this one
+      prefix = op(other, prefix);
+      total = op(other, total);
+    } else {  // the block after it
+      suffix = op(suffix, other);
+      total = op(total, other);
+    }
+  }
+  before[slot] = prefix;
+  after[slot] = suffix;
+  if ((lane & (uint)(group - 1)) == 0) group_folds[slot / group] = suffix;
+}
+#endif
+
+/// The middle of the windows of chunk c (at `slot` of the chunk ring): the folds of chunks
+/// c - q + 1 .. c - 1. The shuffle forms read it as van Herk's: the suffix of its first group,
+/// the groups between, the prefix of its last group (`group` < q - 1, so the two differ); the
+/// local-memory form, which would need a third barrier for the scans, folds the q - 1 chunks.
+inline ACC stream_middle(local const ACC* folds, int slot, int block_ring, int q, int group,
+                         local const ACC* group_before, local const ACC* group_after, local const ACC* group_folds) {
+#if FORM == FORM_LOCAL
+  local const ACC* before = folds + slot + block_ring;  // before[-k]: chunk c - k
+  ACC middle = before[-1];
+  for (int k = 2; k < q; ++k) middle = op(before[-k], middle);
+  return middle;
+#else
+  if (q == 2) return folds[slot + block_ring - 1];
+  const int from = WRAP(slot - q + 1, block_ring), to = WRAP(slot - 1, block_ring);
+  const int unwrapped = slot + block_ring, groups = block_ring / group;  // the ring holds whole groups
+  const int between = (unwrapped - 1) / group - (unwrapped - q + 1) / group - 1;
+  ACC middle = group_after[from];
+  for (int k = 1, g = from / group + 1; k <= between; ++k, ++g) middle = op(middle, group_folds[g >= groups ? g - groups : g]);
+  return op(middle, group_before[to]);
+#endif
+}
+
+#define VECTOR4_(t) t##4
+#define VECTOR4(t) VECTOR4_(t)
+/// Outputs [lo, hi) of the tile, staged at SPAD(o - shift), to global memory: 4 at a time where
+/// aligned (the buffer's start is), the up to 3 at either end one by one.
+inline void stream_store(global OUT* out, local const OUT* stage, long lo, long hi, long shift) {
+  const int t = get_local_id(0), size = get_local_size(0);
+  const long a0 = min((lo + 3) & ~3L, hi), a1 = max(hi & ~3L, a0);
+  if (t < 3 && lo + t < a0) out[lo + t] = stage[SPAD((int)(lo + t - shift))];
+  if (t >= 3 && t < 6 && a1 + t - 3 < hi) out[a1 + t - 3] = stage[SPAD((int)(a1 + t - 3 - shift))];
+  const int vectors = (int)((a1 - a0) / 4), first = (int)(a0 - shift);
+  for (int m = t; m < vectors; m += size) {
+    const int i = first + 4 * m;
+    ((global VECTOR4(OUT)*)out)[a0 / 4 + m] =
+        (VECTOR4(OUT))(stage[SPAD(i)], stage[SPAD(i + 1)], stage[SPAD(i + 2)], stage[SPAD(i + 3)]);
+  }
+}
+
 /// out[i] = op(init, in[i] op ... op in[i + W - 1]) for 2 CHUNK <= W - 1 <= `ring` - tile, streamed:
 /// work-group g walks a contiguous run of tiles (get_local_size(0) x CHUNK positions) and each tile
 /// writes the windows that END in it, so every input is loaded once (window_tile loads the W - 1
@@ -161,13 +226,17 @@ inline void stream_fold(local ACC* suffix, local ACC* folds, int base, int block
 /// before the tile); the chunk's fold A goes into a ring of chunk folds. A window ending at
 /// position j of chunk c starts in chunk c - q (j >= r) or c - q - 1 (j < r), W - 1 = q CHUNK + r:
 ///     window = S[its start]  op  A[c - q + 1 .. c - 1] (op A[c - q] before it, j < r)  op  P[j]
-/// in array order (any associative operator). A run's first tile is preceded by the tiles whose
-/// positions its windows read, folded only into the rings. Local buffers: the position ring
-/// (`ring` slots, padded one every 32), the chunk ring (`block_ring` slots, each fold twice so that
-/// the q folds before a chunk are read without wrapping), the tile's outputs (padded), written out
-/// coalesced. Two barriers a tile.
+/// in array order (any associative operator). The shuffle forms read the middle as van Herk's,
+/// from scans of the chunk folds within groups of `group` lanes (stream_group_scans, stream_middle).
+/// A run's first tile is preceded by the tiles whose positions its windows read, folded only into
+/// the rings. Local buffers: the position ring (`ring` slots, padded one every 32), the chunk ring
+/// (`block_ring` slots, a multiple of 32, each fold twice so that the q folds before a chunk are
+/// read without wrapping), the scans' rings (`block_ring` slots each, the group folds' a slot a
+/// group; one slot each in the local-memory form, which does not use them), the tile's outputs
+/// (padded), written out 4 at a time. Two barriers a tile.
 kernel void window_stream(global const ELEM* in, long n, long window, global OUT* out, ACC init, int ring,
-                          int block_ring, local ACC* suffix, local ACC* folds, local OUT* stage) {
+                          int block_ring, int group, local ACC* suffix, local ACC* folds, local ACC* group_before,
+                          local ACC* group_after, local ACC* group_folds, local OUT* stage) {
   const int t = get_local_id(0), size = get_local_size(0), tile = size * CHUNK;
   const long tiles = (n + tile - 1) / tile, groups = get_num_groups(0), g = get_group_id(0);
   const long first_tile = g * tiles / groups, end_tile = (g + 1) * tiles / groups;
@@ -179,8 +248,11 @@ kernel void window_stream(global const ELEM* in, long n, long window, global OUT
   for (long k = min(first_tile, ((long)(q + 1) * CHUNK + tile - 1) / tile); k >= 1; --k) {
     const long before = first_tile - k;
     stream_load(in, n, before * tile, v);
-    stream_fold(suffix, folds, (int)(before * tile % ring), (int)(before * size % block_ring), ring, block_ring,
-                before * tile, v, x);
+    const int before_base = (int)(before * size % block_ring);
+    stream_fold(suffix, folds, (int)(before * tile % ring), before_base, ring, block_ring, before * tile, v, x);
+#if FORM != FORM_LOCAL
+    stream_group_scans(x[CHUNK - 1], group, WRAP(before_base + t, block_ring), group_before, group_after, group_folds);
+#endif
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   int base = (int)(first_tile * tile % ring), block_base = (int)(first_tile * size % block_ring);
@@ -193,13 +265,15 @@ kernel void window_stream(global const ELEM* in, long n, long window, global OUT
     for (int j = 0; j < CHUNK; ++j) v[j] = next[j];
     if (ti + 1 < end_tile) stream_load(in, n, o0 + tile, next);
     stream_fold(suffix, folds, base, block_base, ring, block_ring, o0, v, x);
+#if FORM != FORM_LOCAL
+    stream_group_scans(x[CHUNK - 1], group, WRAP(block_base + t, block_ring), group_before, group_after, group_folds);
+#endif
     barrier(CLK_LOCAL_MEM_FENCE);
     const long first_end = o0 + (long)t * CHUNK;  // the windows ending at first_end + j
     if (first_end + CHUNK - 1 >= w1 && first_end < n) {
-      local const ACC* before = folds + WRAP(block_base + t, block_ring) + block_ring;  // before[-k]: chunk c - k
-      ACC middle = before[-1];
-      for (int k = 2; k < q; ++k) middle = op(before[-k], middle);
-      const ACC middle_long = op(before[-q], middle);
+      const int slot = WRAP(block_base + t, block_ring);
+      const ACC middle = stream_middle(folds, slot, block_ring, q, group, group_before, group_after, group_folds);
+      const ACC middle_long = op(folds[slot + block_ring - q], middle);
       const int start = WRAP(base + t * CHUNK - w1, ring);
 #ifdef UNROLL_LANES
 #pragma unroll
@@ -211,10 +285,7 @@ kernel void window_stream(global const ELEM* in, long n, long window, global OUT
       }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int i = t; i < tile; i += size) {
-      const long e = o0 + i;
-      if (e >= w1 && e < n) out[e - w1] = stage[SPAD(i)];
-    }
+    stream_store(out, stage, max(o0 - w1, 0L), min(o0 + tile - w1, n - w1), o0 - w1);
     base = WRAP(base + tile, ring);
     block_base = WRAP(block_base + size, block_ring);
   }
