@@ -1,6 +1,7 @@
 """multireduce: fast GPU reductions -- one huge reduction, many at once, segmented, sliding
 windows, all statistics in one pass, and a brute-force Hamming matcher for binary descriptors --
-on NumPy arrays (on the CPU) and, zero-copy, on CuPy, PyTorch and JAX arrays on the GPU.
+on NumPy arrays (on the CPU) and, zero-copy, on CuPy, PyTorch and JAX arrays on the GPU and on
+PyOpenCL arrays on their OpenCL device (on their queue: docs/opencl.md).
 
     >>> import numpy as np, multireduce as mr
     >>> x = np.arange(10, dtype=np.float32)

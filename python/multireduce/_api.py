@@ -17,12 +17,12 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 
 from . import _core
-from ._arrays import host_operand, operand
+from ._arrays import host_operand, operand, settle
 from ._calls import (BACKENDS, INT32_MAX, INT64_MAX, bounded, check_backend, devices_of, flag, integer,
                      result_dtype)
 from ._records import AXIS, FIXED_SEGMENTS, HOST, OFFSETS, WHOLE, WINDOW, Job, Operand, make_record
 from ._results import (address_of, check_out, deliver_host, empty, finish, host_copy, like_input, new_array,
-                       record_slabs, scalar_slabs, to_numpy, torch_dtype)
+                       numpy_dtype, record_slabs, scalar_slabs, to_numpy, torch_dtype)
 
 CudaError = _core.CudaError
 
@@ -92,7 +92,8 @@ def reduce(x, op: str = "sum", axis: Optional[int] = None, *, out=None, backend:
     argmax: -1). A whole-array result is a 0-d array of the input's framework (on the GPU, not
     synchronised). axis may be negative; the result has the other axes in order.
 
-    backend "auto" runs where the data is (the GPU for device arrays, the CPU for host arrays);
+    backend "auto" runs where the data is (the GPU for device arrays, the OpenCL device for
+    PyOpenCL arrays, on their queue; the CPU for host arrays);
     "cpu" and "cuda" force a side (a host array is then uploaded, a device array copied to the
     host); multireduce.backends() lists the names. stream: None (the producer's current stream), an
     int cudaStream_t or an object with ``__cuda_stream__``.
@@ -149,6 +150,7 @@ def _reduce(a: Operand, job: Job, out_shape, out, backend: str, devices=()):
             target = new_array(a.obj, a.framework, a.device, out_shape, rdtype)
             address = address_of(target)
         else:
+            # (target: out's Operand, which keeps what its address needs alive through the call)
             target, address = check_out(out, a, out_shape, rdtype, (("x", a), ("offsets", job.offsets)))
         try:
             _core.reduce(a, job, address, "cpu" if host and backend == "auto" else backend, devices)
@@ -156,6 +158,7 @@ def _reduce(a: Operand, job: Job, out_shape, out, backend: str, devices=()):
             if host or backend != "auto" or devices:
                 raise
         else:
+            settle(a)
             if out is not None:
                 return out
             return target if a.framework != "jax" else finish(target, a)
@@ -236,8 +239,10 @@ def _offsets(o: Operand, a: Operand) -> Operand:
     if not o.dtype.startswith(("int", "uint")):
         raise TypeError(f"offsets must be integers, not {o.dtype}")
     if o.memory != HOST and (o.memory != a.memory or o.device != a.device):
-        where = "the host" if a.memory == HOST else f"GPU {a.device}"
-        raise ValueError(f"offsets are on GPU {o.device}, x on {where}")
+        def where(b: Operand) -> str:
+            return "the host" if b.memory == HOST else f"{b.memory} device {b.device}"
+
+        raise ValueError(f"offsets are on {where(o)}, x on {where(a)}: put them on x's device or the host")
     if o.memory != HOST:
         host = to_numpy(o.obj)
     elif o.framework == "numpy":
@@ -297,6 +302,7 @@ def statistics(x, *, backend: str = "auto", stream=None, devices=None) -> Statis
             if backend != "auto" or ordinals:
                 raise
         else:
+            settle(a)
             return _statistics_views(buffer, fields, a)
     return _statistics_on_host(host_copy(a), a, "cpu")
 
@@ -346,7 +352,7 @@ def _statistics_views(buffer, fields, a: Operand) -> Statistics:
         view = typed.get(dtype)
         if view is None:
             view = typed[dtype] = buffer.view(torch_dtype(dtype) if torch_buffer else dtype)
-        values.append(view[offset // view.itemsize])
+        values.append(view[offset // numpy_dtype(dtype).itemsize])
     if a.framework == "jax":
         values = [finish(v, a) for v in values]
     return Statistics._make(values)  # (fields in Statistics' order: _statistics_layout checks it)

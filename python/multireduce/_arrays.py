@@ -1,5 +1,6 @@
-"""How multireduce meets arrays: NumPy, anything with ``__dlpack__`` (CuPy, PyTorch, JAX, ...), and
-``__cuda_array_interface__`` (Numba, ...) as a fallback.
+"""How multireduce meets arrays: NumPy, anything with ``__dlpack__`` (CuPy, PyTorch, JAX, ...),
+``__cuda_array_interface__`` (Numba, ...) as a fallback, and PyOpenCL's arrays (read in place by the
+OpenCL backend, on their queue: _from_pyopencl).
 
 operand() imports an array as an Operand (_records): its address, dtype name, shape, memory, device
 and stream, and the objects that keep it alive. Device arrays are used in place; nothing here copies
@@ -14,14 +15,15 @@ whatever a reader declines, goes to import_general(), with its errors.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import namedtuple
-from typing import Optional, Sequence
+from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 
 from . import _core
-from ._records import CUDA, HOST, Operand, make_record
+from ._records import CUDA, HOST, OPENCL, Operand, make_record
 
 DTYPES = (
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64",
@@ -40,7 +42,7 @@ def framework_of(x) -> str:
     if isinstance(x, (np.ndarray, np.generic)):
         return "numpy"
     root = t.__module__.split(".")[0]
-    found = root if root in ("cupy", "torch") else "jax" if root in ("jax", "jaxlib") else "other"
+    found = root if root in ("cupy", "torch", "pyopencl") else "jax" if root in ("jax", "jaxlib") else "other"
     _FRAMEWORKS[t] = found
     return found
 
@@ -246,6 +248,8 @@ def import_general(x, name: str, stream) -> Operand:
             if hasattr(x, "_c_contiguous"):  # (CuPy's own flag; older versions read the slower flags)
                 _FAST_READERS.setdefault(type(x), _cupy_fast)
             return read
+    if framework == "pyopencl" and hasattr(x, "base_data"):
+        return _from_pyopencl(x, name, stream)
     if hasattr(x, "__dlpack_device__") and hasattr(x, "__dlpack__"):
         return _from_dlpack(x, name, framework, stream)
     cai = getattr(x, "__cuda_array_interface__", None)
@@ -368,3 +372,92 @@ def _wait_for(producer: int, consumer: int, device: int) -> None:
         event = cupy.cuda.Event(disable_timing=True)
         event.record(cupy.cuda.ExternalStream(producer))
         cupy.cuda.ExternalStream(consumer).wait_event(event)
+
+
+# ---- PyOpenCL ------------------------------------------------------------------------------------------
+
+
+class OpenCLHandles(NamedTuple):
+    """What a PyOpenCL operand's handles need kept: the buffer the core reads (the array's own, a
+    sub-buffer of it, or a copy), the queue the work goes on, and whether the call made that queue
+    (an array without one): the call then waits for it (settle)."""
+
+    buffer: Any
+    queue: Any
+    own_queue: bool
+
+
+def pyopencl_queue(x):
+    """The queue a PyOpenCL array's work goes on: its own, or for an array without one a new queue
+    of its context (on the context's first device)."""
+    if x.queue is not None:
+        return x.queue
+    import pyopencl as cl
+
+    return cl.CommandQueue(x.context)
+
+
+@functools.lru_cache(maxsize=64)
+def _alignment(context) -> int:
+    """The bytes a sub-buffer's origin must be a multiple of in `context`: the largest
+    CL_DEVICE_MEM_BASE_ADDR_ALIGN of its devices (given in bits)."""
+    return max(d.mem_base_addr_align for d in context.devices) // 8
+
+
+def pyopencl_alignment(x) -> int:
+    """The bytes a PyOpenCL array's offset must be a multiple of to be read as a sub-buffer."""
+    return _alignment(x.context)
+
+
+def _from_pyopencl(x, name: str, stream) -> Operand:
+    """A pyopencl.array.Array, read in place on its queue: its buffer, or for a view at an offset
+    a sub-buffer where the offset is a multiple of the context's base address alignment, else a
+    copy made on the device (clEnqueueCopyBuffer on the same queue: no host trip). A non-contiguous
+    array is an error, as other frameworks' are. stream= must be None or the array's queue (the
+    work goes on the array's queue: x.with_queue(q) puts it on another)."""
+    import pyopencl as cl
+
+    queue = pyopencl_queue(x)
+    if stream is not None and not (isinstance(stream, int) and stream == queue.int_ptr) and stream is not queue:
+        raise TypeError(f"stream= does not apply to PyOpenCL arrays: the work goes on {name}'s queue "
+                        f"(pass {name}.with_queue(queue) for another queue)")
+    dtype = _NUMPY_NAMES.get(x.dtype)
+    if dtype is None:
+        if not x.dtype.isnative:
+            raise TypeError(f"{name} has non-native byte order ({x.dtype.str})")
+        dtype = _check_dtype(name, x.dtype.name)
+        _NUMPY_NAMES[x.dtype] = dtype
+    if not x.flags.c_contiguous and x.size > 0:
+        raise ValueError(f"{name} is not C-contiguous (strides {x.strides} for shape {x.shape}); "
+                         f"pass a contiguous PyOpenCL array")
+    device = _core.device_of_stream(OPENCL, queue.int_ptr)
+    if device < 0:
+        raise TypeError(f"{name} is a PyOpenCL array, and this build of multireduce has no OpenCL backend; "
+                        f"pass {name}.get()")
+    buffer = None
+    if x.size > 0:
+        nbytes = x.size * x.dtype.itemsize
+        base = x.base_data
+        try:
+            if x.offset == 0:
+                buffer = base
+            elif x.offset % pyopencl_alignment(x) == 0:
+                buffer = base.get_sub_region(x.offset, nbytes)
+            else:
+                buffer = cl.Buffer(x.context, cl.mem_flags.READ_WRITE, nbytes)
+                cl.enqueue_copy(queue, buffer, base, byte_count=nbytes, src_offset=x.offset)
+        except cl.MemoryError as e:
+            raise MemoryError(f"{name}: no device memory for a copy of the view ({e})") from None
+        except cl.Error as e:
+            raise ValueError(f"{name}'s view at byte offset {x.offset} cannot be read ({e})") from None
+    address = 0 if buffer is None else buffer.int_ptr
+    return Operand(framework="pyopencl", obj=x, address=address, dtype=dtype, shape=tuple(x.shape), size=x.size,
+                   memory=OPENCL, device=device, stream=queue.int_ptr,
+                   keep=OpenCLHandles(buffer, queue, x.queue is None))
+
+
+def settle(a: Operand) -> None:
+    """Waits for the call's queue where the call made it (a PyOpenCL array without a queue), so
+    that its results are there for any queue; nothing otherwise (the work stays queued)."""
+    if a.framework == "pyopencl" and a.keep.own_queue:
+        a.keep.queue.finish()

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple, Optional, Tuple
 import numpy as np
 
 from . import _core
-from ._arrays import framework_of, operand
+from ._arrays import framework_of, operand, settle
 from ._calls import BACKENDS, INT32_MAX, bounded, check_backend, devices_of, flag, integer, real
 from ._records import HOST, Operand
 from ._results import address_of, empty, finish, host_copy, like_input, to_numpy
@@ -65,6 +65,7 @@ def _on_device(q: Operand, t: Operand, k: int, backend: str, devices=()):
         if backend != "auto" or devices:
             raise
         return None
+    settle(q)
     return dist, idx
 
 

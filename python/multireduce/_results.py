@@ -1,4 +1,4 @@
-"""Results in the input's framework (NumPy, CuPy, PyTorch, JAX) and on its device: new arrays, the two
+"""Results in the input's framework (NumPy, CuPy, PyTorch, JAX, PyOpenCL) and on its device: new arrays, the two
 slab allocators of the small calls' results, out= checks, and the copies between host and device
 that a job run on the host for a device array needs.
 """
@@ -12,7 +12,7 @@ from typing import Any, Tuple
 
 import numpy as np
 
-from ._arrays import framework_of, host_operand, numpy_address, operand
+from ._arrays import framework_of, host_operand, numpy_address, operand, pyopencl_alignment, pyopencl_queue
 from ._records import HOST, Operand
 
 
@@ -43,6 +43,10 @@ def new_array(obj, framework: str, device: int, shape: Tuple[int, ...], dtype: s
     """empty() for an array `obj` of `framework` on `device` (-1: the host)."""
     if framework == "torch":  # new_empty: obj's device, without parsing one (a microsecond less)
         return obj.new_empty(shape, dtype=torch_dtype(dtype))
+    if framework == "pyopencl":  # in obj's context, with its queue (or none, as obj)
+        import pyopencl.array
+
+        return pyopencl.array.empty(obj.queue if obj.queue is not None else obj.context, shape, numpy_dtype(dtype))
     if device < 0:
         return np.empty(shape, dtype=dtype)
     try:
@@ -64,9 +68,12 @@ def new_array(obj, framework: str, device: int, shape: Tuple[int, ...], dtype: s
 
 
 def address_of(result) -> int:
-    """The data address of a NumPy, PyTorch or CuPy array (one made here, or a host copy)."""
+    """The data address of a NumPy, PyTorch or CuPy array (one made here, or a host copy); a
+    PyOpenCL array's cl_mem (one made here: at offset 0; 0 for an empty one)."""
     if isinstance(result, np.ndarray):
         return numpy_address(result)
+    if hasattr(result, "base_data"):  # pyopencl
+        return 0 if result.base_data is None or result.size == 0 else result.base_data.int_ptr
     data_ptr = getattr(result, "data_ptr", None)  # torch
     if data_ptr is not None:
         return data_ptr()
@@ -88,13 +95,21 @@ def check_out(out, like: Operand, shape: Tuple[int, ...], dtype: str, reads=()) 
     """out= as given: of like's framework and device, `shape` and `dtype`, C-contiguous, writable,
     and overlapping none of the arrays the call reads (`reads`: (name, Operand or None) pairs; NumPy
     refuses such an out= too, or computes into a copy: a kernel that reads and writes one buffer
-    gives wrong answers). Returns it and its address."""
+    gives wrong answers). Returns it as an Operand, which keeps alive what its address needs (a
+    PyOpenCL view's sub-buffer) while the caller holds it, and its address."""
     if like.framework == "jax":
         raise TypeError("out= cannot be a JAX array (JAX arrays are immutable)")
-    o = operand(out, "out", None if like.memory == HOST else like.stream)
+    if like.framework == "pyopencl" and framework_of(out) == "pyopencl":
+        if out.context != like.obj.context:
+            raise ValueError("out is in another OpenCL context than x: put the arrays of one call in one context")
+        if out.offset % pyopencl_alignment(out) != 0:
+            raise ValueError(f"out is a view at byte offset {out.offset}, not a multiple of the device's base address "
+                             f"alignment ({pyopencl_alignment(out)} bytes): pass an array of its own")
+    # (a PyOpenCL out= is written on x's queue, whatever queue it has itself)
+    o = operand(out, "out", None if like.memory == HOST or like.framework == "pyopencl" else like.stream)
     if o.framework != like.framework or o.device != like.device:
         raise TypeError(
-            f"out is a {o.framework} array on {_where(o.device)}, the input a {like.framework} array on {_where(like.device)}"
+            f"out is a {o.framework} array on {_where(o)}, the input a {like.framework} array on {_where(like)}"
         )
     if o.dtype != dtype:
         raise TypeError(f"out has dtype {o.dtype}; this result is {dtype}")
@@ -106,14 +121,20 @@ def check_out(out, like: Operand, shape: Tuple[int, ...], dtype: str, reads=()) 
         if r is not None and _overlap(o, r):
             raise ValueError(f"out overlaps {name} (it would be written while it is read): "
                              f"pass a separate array, or no out=")
-    return out, o.address
+    return o, o.address
 
 
 def _overlap(a: Operand, b: Operand) -> bool:
     """Whether the memory of two imported arrays overlaps (same memory, same device, byte ranges
-    that meet; empty arrays overlap nothing)."""
+    that meet; empty arrays overlap nothing). PyOpenCL arrays: the same buffer, byte ranges from
+    their offsets that meet."""
     if a.memory != b.memory or a.device != b.device or a.size == 0 or b.size == 0:
         return False
+    if a.framework == "pyopencl" and b.framework == "pyopencl":
+        if a.obj.base_data.int_ptr != b.obj.base_data.int_ptr:
+            return False
+        a_first, b_first = a.obj.offset, b.obj.offset
+        return a_first < b_first + b.size * _itemsize(b.dtype) and b_first < a_first + a.size * _itemsize(a.dtype)
     a_end = a.address + a.size * _itemsize(a.dtype)
     b_end = b.address + b.size * _itemsize(b.dtype)
     return a.address < b_end and b.address < a_end
@@ -124,8 +145,10 @@ def _itemsize(dtype: str) -> int:
     return np.dtype(dtype).itemsize
 
 
-def _where(device: int) -> str:
-    return "the host" if device < 0 else f"GPU {device}"
+def _where(a: Operand) -> str:
+    if a.memory == HOST:
+        return "the host"
+    return f"OpenCL device {a.device}" if a.framework == "pyopencl" else f"GPU {a.device}"
 
 
 # ---- the slabs: results of the small calls on a GPU, allocated ahead ---------------------------------
@@ -248,6 +271,8 @@ def to_numpy(x) -> np.ndarray:
     framework = framework_of(x)
     if framework == "torch":
         return x.detach().cpu().numpy()
+    if framework == "pyopencl":
+        return x.get(queue=pyopencl_queue(x))
     if framework == "cupy":
         return x.get()
     if framework == "jax":
@@ -276,6 +301,8 @@ def to_framework(host: np.ndarray, like: Operand):
         import torch
 
         target.copy_(torch.from_numpy(np.asarray(host, order="C")))
+    elif like.framework == "pyopencl":
+        target.set(np.asarray(host, order="C"), queue=pyopencl_queue(like.obj))
     else:
         target.set(np.asarray(host, order="C"))
     return target

@@ -335,6 +335,13 @@ NB_MODULE(_core, m) {
   m.def("backends", [] { return rt::backend_names(); }, "auto, then the runtime's backends in the order auto tries them");
   m.def("device_count", [](const std::string& backend) { return rt::device_count(backend); }, release(),
         nb::arg("backend"));
+  m.def("device_of_stream",
+        [](const std::string& backend, std::uintptr_t stream) {
+          return rt::device_of_stream(backend, reinterpret_cast<void*>(stream));
+        },
+        release(), nb::arg("backend"), nb::arg("stream"),
+        "the ordinal of the backend's device that runs the queue `stream` (an OpenCL cl_command_queue); -1 where "
+        "the backend's streams name no device");
   m.def("result_dtype", &result_dtype, nb::arg("op"), nb::arg("dtype"));
   m.def("reduce", &reduce, nb::arg("x"), nb::arg("job"), nb::arg("out"), nb::arg("backend"),
         nb::arg("devices") = std::vector<int>{});

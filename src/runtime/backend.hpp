@@ -37,8 +37,16 @@ class backend {
   /// What it is in a sentence ("the GPU", "the CPU"): "auto" reports "not the GPU: why".
   virtual std::string_view noun() const { return name(); }
   /// The device memory it reads in place (memory::of(name())), or host memory for a backend that
-  /// reads only host memory (the CPU).
+  /// reads only host memory (the CPU). What a device array's array_view::data is, and what
+  /// execution::stream is for it, is the backend's: CUDA, a device pointer and a cudaStream_t;
+  /// OpenCL, a cl_mem of the queue's context (element 0 at its start) and a cl_command_queue.
   virtual memory device_memory() const { return memory::host(); }
+  /// The ordinal of the device that runs `stream` (a queue of this backend), where the stream names
+  /// its device (an OpenCL queue does); -1 where it does not (a CUDA stream, or no device memory).
+  virtual int device_of_stream(void* stream) const {
+    (void)stream;
+    return -1;
+  }
   /// Whether "auto" may choose it for data in host memory (a backend of devices that are slower
   /// than the CPU for reductions says no and runs only when named).
   virtual bool automatic_for_host_data() const { return true; }

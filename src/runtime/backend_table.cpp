@@ -92,6 +92,9 @@ void check_backend_name(std::string_view name) {
 }
 
 int device_count(std::string_view backend_name) { return find_backend(backend_name).device_count(); }
+int device_of_stream(std::string_view backend_name, void* stream) {
+  return find_backend(backend_name).device_of_stream(stream);
+}
 
 std::string unsupported_reason(std::string_view backend_name, const reduce_job& job, const device_set& devices) {
   return find_backend(backend_name).unsupported(job, devices).why;

@@ -106,6 +106,10 @@ struct array_view {
   memory where = memory::host();
   int device = 0;  ///< the device of `data` (an ordinal of where.backend()) when it is not host memory
 };
+// In OpenCL memory (memory::of("opencl"), PyOpenCL's arrays) `data` is a cl_mem whose first byte is
+// element 0 (a view at an offset is a sub-buffer or a copy made by the caller), `device` the ordinal
+// of its queue's device (device_of_stream), and execution::stream the cl_command_queue of the
+// buffer's context that the call's commands go on, in order.
 
 /// A flat array that a job writes (allocated by the caller, `count` elements of `type`).
 struct output_view {
@@ -298,7 +302,7 @@ struct execution {
   /// the table that runs the job on the data where it lives (see backend.hpp).
   std::string_view backend = "auto";
   device_set devices;      ///< the backend's devices
-  void* stream = nullptr;  ///< the backend's queue (cudaStream_t; nullptr: the default stream)
+  void* stream = nullptr;  ///< the backend's queue (cudaStream_t, nullptr: the default stream; cl_command_queue)
   /// Called between pieces with the work done so far and the whole (input elements; for the
   /// matcher, query x training comparisons), on the calling thread; may be empty.
   std::function<void(std::int64_t done, std::int64_t total)> progress;
@@ -333,6 +337,10 @@ std::string unsupported_reason(std::string_view backend_name, const reduce_job& 
 std::string unsupported_reason_for_statistics(std::string_view backend_name, dtype type, const device_set& devices = {});
 std::string unsupported_reason_for_knn(std::string_view backend_name, int bytes, const device_set& devices = {});
 
+/// The ordinal of the device of backend `name` that runs `stream` (an OpenCL queue: its device among
+/// the backend's); -1 where the backend's streams name no device. Throws std::invalid_argument for
+/// an unknown name or an invalid queue, unsupported_error for a device the backend does not list.
+int device_of_stream(std::string_view backend_name, void* stream);
 /// What ran a call, in words, as its backend describes the device: "device 0, NVIDIA H200", "2 CPU threads".
 std::string describe_device(const report& r);
 /// CUDA devices this process sees: device_count("cuda").

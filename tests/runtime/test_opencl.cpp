@@ -16,6 +16,8 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include <multireduce/match/collection.hpp>
@@ -469,6 +471,97 @@ TEST(OpenclMatcher, KnnAndCollectionLikeTheCpuBackend) {
     EXPECT_TRUE(a.matches == b.matches) << "cross-check " << cross;
     EXPECT_GT(a.matches.size(), 0u);
   }
+}
+
+/// A buffer of `context` holding `bytes` (one byte for none).
+cl::Buffer buffer_of(const cl::Context& context, const std::vector<std::byte>& bytes) {
+  if (bytes.empty()) return cl::Buffer(context, CL_MEM_READ_WRITE, 1);
+  return cl::Buffer(context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes.size(), const_cast<std::byte*>(bytes.data()));
+}
+
+std::vector<std::byte> read_back(const cl::CommandQueue& queue, const cl::Buffer& b, std::size_t bytes) {
+  std::vector<std::byte> host(bytes);
+  if (bytes > 0) queue.enqueueReadBuffer(b, CL_TRUE, 0, bytes, host.data());
+  return host;
+}
+
+// Arrays in the memory of a context of the caller's (as PyOpenCL makes them), run in place on the
+// caller's queue (in order, without profiling): every shape against the CPU backend, statistics
+// against the OpenCL backend's own of the host array, outputs poisoned first.
+TEST(OpenclDeviceMemory, ArraysOfAnotherContextRunInPlaceOnItsQueue) {
+  SKIP_WITHOUT_OPENCL();
+  ocl::device& base = ocl::device_at(0);
+  cl::Context context(base.id);
+  cl::CommandQueue queue(context, base.id);
+  EXPECT_EQ(rt::device_of_stream("opencl", queue()), 0);
+  EXPECT_EQ(rt::device_of_stream("cpu", queue()), -1);
+  EXPECT_EQ(ocl::on_queue(queue()).d.context(), context());
+  EXPECT_EQ(ocl::on_queue(base.queue()).d.context(), base.context());
+  rt::execution exec = on("auto");  // data in OpenCL memory: "auto" is the OpenCL backend
+  exec.stream = queue();
+  const rt::memory device_memory = rt::memory::of("opencl");
+  const std::int64_t n = 3 * 1000 * 33;
+  const auto input = random_input(rt::dtype::int32, n, false, seed_for("device memory int32"));
+  const cl::Buffer in = buffer_of(context, input);
+  const rt::array_view host{rt::dtype::int32, input.data(), n};
+  const rt::array_view resident{rt::dtype::int32, in(), n, device_memory, 0};
+  std::vector<std::int64_t> offsets{0, 0, 5, 40, 1000, 1001, 50000, n};
+  const cl::Buffer offsets_buffer =
+      buffer_of(context, std::vector<std::byte>(reinterpret_cast<std::byte*>(offsets.data()),
+                                                reinterpret_cast<std::byte*>(offsets.data() + offsets.size())));
+  const std::int64_t shape[] = {3, 1000, 33};
+  std::vector<rt::reduce_job> jobs(5);
+  jobs[0].op = rt::op_kind::sum;
+  jobs[1].op = rt::op_kind::max, jobs[1].shape = rt::shape_kind::window, jobs[1].length = 17;
+  jobs[2].op = rt::op_kind::argmin, jobs[2].shape = rt::shape_kind::offsets, jobs[2].segments = 7;
+  jobs[3] = rt::axis_job(host, rt::op_kind::sum, shape, 1);
+  jobs[4] = rt::axis_job(host, rt::op_kind::argmax, shape, 2);  // the last axis: fixed segments
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    rt::reduce_job on_host = jobs[i];
+    on_host.input = host;
+    on_host.offsets = offsets.data();
+    const std::vector<std::byte> want = run("cpu", on_host);
+    for (const bool offsets_on_device : {false, true}) {
+      if (offsets_on_device && jobs[i].shape != rt::shape_kind::offsets) continue;
+      rt::reduce_job in_place = on_host;
+      in_place.input = resident;
+      if (offsets_on_device) {
+        in_place.offsets = static_cast<const std::int64_t*>(static_cast<const void*>(offsets_buffer()));
+        in_place.offsets_where = device_memory;
+      }
+      const cl::Buffer out = buffer_of(context, std::vector<std::byte>(want.size(), std::byte{0xA5}));
+      const rt::report r = rt::reduce(in_place, rt::output_view{rt::output_dtype(in_place), out(),
+                                                                 rt::output_count(in_place), device_memory, 0}, exec);
+      EXPECT_EQ(r.backend, "opencl");
+      EXPECT_TRUE(read_back(queue, out, want.size()) == want) << "job " << i << ", offsets on the device " << offsets_on_device;
+    }
+  }
+  rt::any_statistics want, got;
+  rt::statistics(host, want, on("opencl"));
+  rt::statistics(resident, got, exec);  // into host memory
+  const std::size_t bytes = rt::statistics_bytes(rt::dtype::int32);
+  const cl::Buffer record = buffer_of(context, std::vector<std::byte>(bytes, std::byte{0xA5}));
+  rt::statistics(resident, rt::output_view{rt::dtype::uint8, record(), std::int64_t(bytes), device_memory, 0}, exec);
+  std::visit([&](const auto& w) {
+    EXPECT_EQ(0, std::memcmp(&w, &std::get<std::decay_t<decltype(w)>>(got), sizeof w));
+    EXPECT_TRUE(read_back(queue, record, bytes) ==
+                std::vector<std::byte>(reinterpret_cast<const std::byte*>(&w), reinterpret_cast<const std::byte*>(&w) + bytes));
+  }, want);
+
+  // A buffer of another context, one too small, no queue: clear errors.
+  rt::reduce_job whole;
+  whole.input = resident;
+  const cl::Buffer out = buffer_of(context, std::vector<std::byte>(8));
+  const rt::output_view to{rt::dtype::int64, out(), 1, device_memory, 0};
+  const cl::Buffer foreign = buffer_of(base.context, input);
+  whole.input.data = foreign();
+  EXPECT_THROW(rt::reduce(whole, to, exec), std::invalid_argument);
+  const cl::Buffer small = buffer_of(context, std::vector<std::byte>(16));
+  whole.input.data = small();
+  EXPECT_THROW(rt::reduce(whole, to, exec), std::invalid_argument);
+  whole.input = resident;
+  EXPECT_THROW(rt::reduce(whole, to, on("auto")), std::invalid_argument);  // no queue
+  EXPECT_THROW(rt::reduce(whole, to, on("cuda")), rt::unsupported_error);
 }
 
 TEST(OpenclErrors, BuildFailuresMemoryAndMissingFloat64AreClearErrors) {

@@ -1,7 +1,8 @@
 // runtime/opencl/backend.cpp -- the backend "opencl": the runtime's jobs on any OpenCL device (a GPU
 // through its vendor's OpenCL, a CPU through PoCL), host arrays in, read piece by piece into the
-// device's memory (algorithms.hpp has the device side). Runs only when named: "auto" keeps to CUDA
-// and the CPU backend.
+// device's memory (algorithms.hpp has the device side); or arrays already in an OpenCL context's
+// memory (PyOpenCL's), read in place on the caller's queue. Host data runs here only when named:
+// "auto" keeps to CUDA and the CPU backend; data in OpenCL memory runs here with "auto" too.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <limits>
 #include <stdexcept>
 #include <type_traits>
+#include <variant>
 #include <vector>
 
 #include <multireduce/match/match.hpp>
@@ -16,6 +18,7 @@
 #include <multireduce/statistics.hpp>
 
 #include "../backend.hpp"
+#include "../bad_offset.hpp"
 #include "../pieces.hpp"
 #include "algorithms.hpp"
 #include "device.hpp"
@@ -105,12 +108,16 @@ T element_at(const std::vector<std::byte>& host, std::size_t i) {
 /// How a job on one device went: kernel time (events), and the rest of the wall time but the
 /// programs built on the way (copies to and from the device, reading the input). PoCL compiles a
 /// kernel at its first launch, not when its program is built: that time still counts as the rest.
+/// An untimed clock (a caller's queue, which may not profile) adds no kernel time.
 struct job_clock {
-  explicit job_clock(const device& d) : building_before(d.seconds_building()) {}
+  explicit job_clock(const device& d, bool timed = true) : building_before(d.seconds_building()), timed(timed) {}
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   double building_before;
+  bool timed;
   double kernels = 0;
-  void add(const events& ev) { kernels += elapsed_seconds(ev); }
+  void add(const events& ev) {
+    if (timed) kernels += elapsed_seconds(ev);
+  }
   void report_to(report& r, device& d, int ordinal) const {
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double building = d.seconds_building() - building_before;  // programs built on first use
@@ -128,22 +135,81 @@ std::int64_t piece_cap(const device& d, const array_source& in) {
                                   std::max<std::int64_t>(1, std::min<std::int64_t>(std::int64_t{1} << 27, most)));
 }
 
+/// A job's input as buffers in the device's memory, piece by piece: a host source uploaded a piece
+/// at a time, or an array already there (one piece: the whole array).
+class device_input {
+ public:
+  virtual ~device_input() = default;
+  virtual dtype type() const = 0;
+  virtual std::int64_t count() const = 0;
+  /// Elements a piece holds.
+  virtual std::int64_t cap() const = 0;
+  /// Elements [first, first + n) in host memory, at most 64 of them (n <= 64): what the statistics
+  /// take their shift from. Valid until the next call.
+  virtual const void* head(std::int64_t first, std::int64_t n) = 0;
+  /// A buffer that holds elements [first, first + n) from its start (n <= cap()), valid until the
+  /// next call; `first` never goes back.
+  virtual const cl::Buffer& load(std::int64_t first, std::int64_t n) = 0;
+};
+
+/// A host source, uploaded piece by piece into one growing buffer.
+class uploaded_input final : public device_input {
+ public:
+  uploaded_input(device& d, array_source& in) : d_(d), in_(in), cap_(piece_cap(d, in)) {}
+  dtype type() const override { return in_.type(); }
+  std::int64_t count() const override { return in_.count(); }
+  std::int64_t cap() const override { return cap_; }
+  const void* head(std::int64_t first, std::int64_t n) override { return in_.read(first, n); }
+  const cl::Buffer& load(std::int64_t first, std::int64_t n) override {
+    const std::size_t bytes = std::size_t(n) * size_of(type());
+    const cl::Buffer& b = buffer_.at_least(d_, bytes);
+    upload(d_, b, n > 0 ? in_.read(first, n) : nullptr, bytes);
+    return b;
+  }
+
+ private:
+  device& d_;
+  array_source& in_;
+  std::int64_t cap_;
+  growing_buffer buffer_{{}, 0, "a piece of the input"};
+};
+
+/// An array in the device's memory: the whole array is the one piece.
+class resident_input final : public device_input {
+ public:
+  resident_input(device& d, const array_view& a, cl::Buffer buffer) : d_(d), a_(a), buffer_(std::move(buffer)) {}
+  dtype type() const override { return a_.type; }
+  std::int64_t count() const override { return a_.count; }
+  std::int64_t cap() const override { return std::max<std::int64_t>(a_.count, 1); }
+  const void* head(std::int64_t first, std::int64_t n) override {
+    head_.resize(std::size_t(n) * size_of(a_.type));
+    if (n > 0) d_.queue.enqueueReadBuffer(buffer_, CL_TRUE, std::size_t(first) * size_of(a_.type), head_.size(), head_.data());
+    return head_.data();
+  }
+  const cl::Buffer& load(std::int64_t, std::int64_t) override { return buffer_; }
+
+ private:
+  device& d_;
+  array_view a_;
+  cl::Buffer buffer_;
+  std::vector<std::byte> head_;
+};
+
 // ---- reductions -----------------------------------------------------------------------------------
 
 template <class T>
-void reduce_whole(device& d, lanes l, const reduce_job& job, array_source& in, output_sink& out, job_clock& clock,
+void reduce_whole(device& d, lanes l, const reduce_job& job, device_input& in, output_sink& out, job_clock& clock,
                   const progress_report& progress) {
   using E = value_t<T>;
   const dtype type = in.type();
   with_operator<E>(job.op, [&](auto op, auto init) {
     using Acc = decltype(init);
-    const std::int64_t n = in.count(), cap = piece_cap(d, in);
-    growing_buffer input{{}, 0, "a piece of the input"}, partials{{}, 0, "the parts' folds"};
+    const std::int64_t n = in.count(), cap = in.cap();
+    growing_buffer partials{{}, 0, "the parts' folds"};
     Acc total = init;
     for (std::int64_t first = 0; first < n; first += cap) {
       const std::int64_t count = std::min(cap, n - first);
-      const cl::Buffer& b = input.at_least(d, std::size_t(count) * size_of(type));
-      upload(d, b, in.read(first, count), std::size_t(count) * size_of(type));
+      const cl::Buffer& b = in.load(first, count);
       const std::int64_t parts = whole_parts(d, count);
       const cl::Buffer& p = partials.at_least(d, std::size_t(parts) * sizeof(Acc));
       events ev;
@@ -185,22 +251,20 @@ void write_accumulators(const std::vector<Acc>& acc, output_sink& out) {
 /// An axis that is not the last: columns folded row after row, in whole outer blocks per piece
 /// where one fits, else in runs of rows of one block, their folds taken on the host in order.
 template <class T>
-void reduce_columns_job(device& d, lanes l, const reduce_job& job, array_source& in, output_sink& out, job_clock& clock,
+void reduce_columns_job(device& d, lanes l, const reduce_job& job, device_input& in, output_sink& out, job_clock& clock,
                         const progress_report& progress) {
   using E = value_t<T>;
   const dtype type = in.type();
   with_operator<E>(job.op, [&](auto op, auto init) {
     using Acc = decltype(init);
-    const std::int64_t outer = job.segments, rows = job.length, inner = job.inner, cap = piece_cap(d, in);
+    const std::int64_t outer = job.segments, rows = job.length, inner = job.inner, cap = in.cap();
     const std::int64_t block = rows * inner;
-    growing_buffer input{{}, 0, "a piece of the input"}, partials{{}, 0, "the columns' folds"};
+    growing_buffer partials{{}, 0, "the columns' folds"};
     // Folds `count` rows (row_offset the first's row) of `blocks` blocks read from element `first`
     // into acc (blocks x inner accumulators).
     auto fold = [&](std::int64_t first, std::int64_t blocks, std::int64_t count, std::int64_t row_offset,
                     std::vector<Acc>& acc) {
-      const std::size_t bytes = std::size_t(blocks * count * inner) * size_of(type);
-      const cl::Buffer& b = input.at_least(d, bytes);
-      upload(d, b, in.read(first, blocks * count * inner), bytes);
+      const cl::Buffer& b = in.load(first, blocks * count * inner);
       const std::int64_t parts = column_parts(blocks, count, inner), outputs = blocks * inner;
       const cl::Buffer& p = partials.at_least(d, std::size_t(parts * outputs) * sizeof(Acc));
       events ev;
@@ -288,18 +352,18 @@ struct device_state {
 };
 
 template <class T>
-any_statistics statistics_typed(device& d, array_source& in, job_clock& clock, const progress_report& progress) {
+any_statistics statistics_typed(device& d, device_input& in, job_clock& clock, const progress_report& progress) {
   using E = value_t<T>;
   using state = device_state<E>;
   using accumulator = statistics_accumulator<E>;
   static_assert(sizeof(state) == 80, "statistics.cl's stats_state");
   const dtype type = in.type();
-  const std::int64_t n = in.count(), cap = piece_cap(d, in);
-  growing_buffer input{{}, 0, "a piece of the input"}, states{{}, 0, "the parts' statistics"};
+  const std::int64_t n = in.count(), cap = in.cap();
+  growing_buffer states{{}, 0, "the parts' statistics"};
   accumulator total;
   for (std::int64_t first = 0; first < n; first += cap) {
     const std::int64_t count = std::min(cap, n - first);
-    const void* data = in.read(first, count);
+    const void* data = in.head(first, std::min<std::int64_t>(count, 64));
     double shift = 0;  // the piece's first finite value: near the data
     for (std::int64_t i = 0; i < std::min<std::int64_t>(count, 64); ++i) {
       double v;
@@ -310,9 +374,7 @@ any_statistics statistics_typed(device& d, array_source& in, job_clock& clock, c
         break;
       }
     }
-    const std::size_t bytes = std::size_t(count) * size_of(type);
-    const cl::Buffer& b = input.at_least(d, bytes);
-    upload(d, b, data, bytes);
+    const cl::Buffer& b = in.load(first, count);
     const std::int64_t parts = statistics_parts(d, count);
     const cl::Buffer& s = states.at_least(d, std::size_t(parts) * sizeof(state));
     events ev;
@@ -330,6 +392,112 @@ any_statistics statistics_typed(device& d, array_source& in, job_clock& clock, c
     progress(first + count);
   }
   return total.result();
+}
+
+// ---- arrays in an OpenCL context's memory (PyOpenCL's), on the caller's queue -----------------------
+
+/// The buffer `handle` (a cl_mem, retained) of d's context, at least `bytes` long; for a null handle
+/// (an empty array) a buffer of one byte. Throws std::invalid_argument naming `what` for a handle
+/// that is no buffer, a buffer of another context or one too small.
+cl::Buffer buffer_at(device& d, const void* handle, std::size_t bytes, const std::string& what) {
+  if (handle == nullptr) {
+    if (bytes > 0) throw std::invalid_argument(what + " has no buffer (a null cl_mem)");
+    return allocate(d, 1, "an empty array's buffer");
+  }
+  const auto mem = static_cast<cl_mem>(const_cast<void*>(handle));
+  cl_context context = nullptr;
+  std::size_t size = 0;
+  if (clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof context, &context, nullptr) != CL_SUCCESS ||
+      clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof size, &size, nullptr) != CL_SUCCESS)
+    throw std::invalid_argument(what + " is not a valid OpenCL buffer (released?)");
+  if (context != d.context())
+    throw std::invalid_argument(what + " is a buffer of another OpenCL context than the queue's: put the arrays of "
+                                       "one call in one context");
+  if (size < bytes)
+    throw std::invalid_argument(what + " is a buffer of " + std::to_string(size) + " bytes, fewer than the " +
+                                std::to_string(bytes) + " it must hold");
+  return cl::Buffer(mem, true);
+}
+
+/// Outputs collected in host memory as a job produces them (bytes of the output's dtype).
+class collected_sink final : public output_sink {
+ public:
+  explicit collected_sink(dtype type) : size_(size_of(type)) {}
+  void write(const void* values, std::int64_t n) override {
+    const auto* b = static_cast<const std::byte*>(values);
+    bytes.insert(bytes.end(), b, b + std::size_t(n) * size_);
+  }
+  std::vector<std::byte> bytes;
+
+ private:
+  std::size_t size_;
+};
+
+/// Results finished on the host to where the output is: its buffer (written on the queue, waited
+/// for: `bytes` is the caller's) or host memory.
+void deliver(device& d, const output_view& out, const cl::Buffer& buffer, const std::vector<std::byte>& bytes) {
+  if (bytes.empty()) return;
+  if (out.where.is_host()) std::memcpy(out.data, bytes.data(), bytes.size());
+  else d.queue.enqueueWriteBuffer(buffer, CL_TRUE, 0, bytes.size(), bytes.data());
+}
+
+/// The segments' offsets as a buffer on d (device offsets as they are, host offsets uploaded),
+/// read back and checked (the runtime checks offsets in device memory where they are read);
+/// `longest` gets the longest segment.
+cl::Buffer checked_offsets(device& d, const reduce_job& job, std::int64_t& longest) {
+  const std::size_t bytes = std::size_t(job.segments + 1) * 8;
+  std::vector<std::int64_t> o(std::size_t(job.segments + 1));
+  cl::Buffer buffer;
+  if (job.offsets_where.is_host()) {
+    std::memcpy(o.data(), job.offsets, bytes);
+    buffer = allocate(d, bytes, "the segments' offsets");
+    upload(d, buffer, o.data(), bytes);
+  } else {
+    buffer = buffer_at(d, job.offsets, bytes, "the offsets");
+    d.queue.enqueueReadBuffer(buffer, CL_TRUE, 0, bytes, o.data());
+  }
+  longest = 0;
+  for (std::int64_t s = 0; s <= job.segments; ++s) {
+    const std::int64_t v = o[std::size_t(s)], previous = s > 0 ? o[std::size_t(s - 1)] : 0;
+    if ((s == 0 ? v < 0 : v < previous) || (s == job.segments && v > job.input.count))
+      throw_bad_offset(s, previous, v, job.input.count);
+    if (s > 0) longest = std::max(longest, v - previous);
+  }
+  return buffer;
+}
+
+/// Segments and windows of an array in device memory: the kernels write the outputs into the
+/// output's buffer, queued and not waited for, where they are the output's dtype; float16's (floats
+/// on the device) and outputs to host memory are finished on the host.
+template <class T>
+void segments_in_place(device& d, lanes l, const reduce_job& job, const cl::Buffer& in, const output_view& out,
+                       const cl::Buffer& out_buffer) {
+  using E = value_t<T>;
+  const dtype type = job.input.type;
+  const std::int64_t n = job.input.count, outputs = output_count(job);
+  if (outputs == 0) return;
+  with_operator<E>(job.op, [&](auto, auto init) {
+    const std::size_t each = output_bytes(type, job.op);
+    const bool direct = !out.where.is_host() && each == size_of(out.type);
+    const cl::Buffer target = direct ? out_buffer : allocate(d, std::size_t(outputs) * each, "the outputs");
+    if (job.shape == shape_kind::window) {
+      reduce_windows(d, l, type, job.op, bytes_of(init), in, n, job.length, target);
+    } else {
+      segment_shape shape;
+      shape.segments = job.segments;
+      shape.length = job.length;
+      cl::Buffer offsets;
+      if (job.shape == shape_kind::offsets) {
+        offsets = checked_offsets(d, job, shape.longest);
+        shape.offsets = &offsets;
+      }
+      reduce_segments(d, l, type, job.op, bytes_of(init), in, n, shape, target);
+    }
+    if (direct) return;
+    collected_sink host(out.type);
+    write_outputs<T>(download(d, target, std::size_t(outputs) * each), outputs, each, host);
+    deliver(d, out, out_buffer, host.bytes);
+  });
 }
 
 // ---- the matcher --------------------------------------------------------------------------------------
@@ -366,10 +534,13 @@ class opencl_runtime_backend final : public backend {
  public:
   std::string_view name() const override { return "opencl"; }
   std::string_view summary() const override {
-    return "any OpenCL device: a GPU through its vendor's OpenCL, the CPU through PoCL (host arrays; only when named)";
+    return "any OpenCL device: a GPU through its vendor's OpenCL, the CPU through PoCL (host arrays only when "
+           "named; PyOpenCL arrays in place)";
   }
   std::string_view noun() const override { return "the OpenCL device"; }
+  memory device_memory() const override { return memory::of("opencl"); }
   bool automatic_for_host_data() const override { return false; }
+  int device_of_stream(void* stream) const override { return ordinal_of_queue(stream); }
   int device_count() const override { return opencl::device_count(); }
   std::string describe_device(int ordinal) const override {
     if (ordinal < 0 || ordinal >= opencl::device_count()) return "OpenCL device " + std::to_string(ordinal);
@@ -398,17 +569,18 @@ class opencl_runtime_backend final : public backend {
       const lanes l = choose_lanes(d);
       job_clock clock{d};
       const progress_report progress{exec, in.count()};
+      uploaded_input pieces{d, in};
       visit(in.type(), [&](auto element) {
         using T = decltype(element);
         switch (job.shape) {
-          case shape_kind::whole: return reduce_whole<T>(d, l, job, in, out, clock, progress);
+          case shape_kind::whole: return reduce_whole<T>(d, l, job, pieces, out, clock, progress);
           case shape_kind::axis:
             if (job.inner == 1) {  // the rows of the last axis: segments of the axis' length
               reduce_job rows = job;
               rows.shape = shape_kind::fixed_segments;
               return reduce_pieces<T>(d, l, rows, in, out, clock, progress);
             }
-            return reduce_columns_job<T>(d, l, job, in, out, clock, progress);
+            return reduce_columns_job<T>(d, l, job, pieces, out, clock, progress);
           default: return reduce_pieces<T>(d, l, job, in, out, clock, progress);
         }
       });
@@ -423,7 +595,8 @@ class opencl_runtime_backend final : public backend {
     on_device(ordinal, "the statistics", [&](device& d) {
       job_clock clock{d};
       const progress_report progress{exec, in.count()};
-      visit(in.type(), [&](auto element) { out = statistics_typed<decltype(element)>(d, in, clock, progress); });
+      uploaded_input pieces{d, in};
+      visit(in.type(), [&](auto element) { out = statistics_typed<decltype(element)>(d, pieces, clock, progress); });
       clock.report_to(r, d, ordinal);
     });
     r.bytes_read = in.count() * std::int64_t(size_of(in.type()));
@@ -485,9 +658,92 @@ class opencl_runtime_backend final : public backend {
       clock.report_to(r, d, ordinal);
     });
   }
-  using backend::knn;
-  using backend::reduce;
-  using backend::statistics;
+  // Arrays in an OpenCL context's memory: array_view::data and output_view::data are cl_mem handles
+  // of that context (element 0 at the buffer's start), exec.stream the cl_command_queue (of that
+  // context) that every command goes on, in order. Segments and windows into a device output are
+  // queued and not waited for; whole-array and axis results and statistics are finished on the host
+  // from the parts' folds (a few KiB read back), so those calls wait for the queue.
+
+  void reduce(const reduce_job& job, const output_view& out, const execution& exec, report& r) const override {
+    if (job.input.where.is_host())
+      throw std::invalid_argument("the OpenCL backend takes an output in OpenCL memory only for an input there too");
+    queue_device q = on_queue(exec.stream);
+    device& d = q.d;
+    try {
+      const lanes l = choose_lanes(d);
+      const cl::Buffer in = buffer_at(d, job.input.data, std::size_t(job.input.count) * size_of(job.input.type), "the input");
+      const std::size_t out_bytes = std::size_t(out.count) * size_of(out.type);
+      const cl::Buffer out_buffer = out.where.is_host() ? cl::Buffer() : buffer_at(d, out.data, out_bytes, "the output");
+      job_clock clock{d, false};
+      const progress_report progress{exec, job.input.count};
+      visit(job.input.type, [&](auto element) {
+        using T = decltype(element);
+        if (job.shape == shape_kind::whole || job.shape == shape_kind::axis) {
+          resident_input whole{d, job.input, in};
+          collected_sink results(out.type);
+          if (job.shape == shape_kind::whole) reduce_whole<T>(d, l, job, whole, results, clock, progress);
+          else reduce_columns_job<T>(d, l, job, whole, results, clock, progress);
+          deliver(d, out, out_buffer, results.bytes);
+        } else {
+          segments_in_place<T>(d, l, job, in, out, out_buffer);
+        }
+      });
+    } catch (const cl::Error& e) {
+      fail(e, "a reduction on " + d.name);
+    }
+    r.device = q.ordinal;
+    r.device_name = d.name;
+    r.bytes_read = job.input.count * std::int64_t(size_of(job.input.type)) +
+                   (job.shape == shape_kind::offsets ? (job.segments + 1) * 8 : 0);
+  }
+
+  void statistics(const array_view& in, const output_view& out, const execution& exec, report& r) const override {
+    if (in.where.is_host())
+      throw std::invalid_argument("the OpenCL backend takes an output in OpenCL memory only for an input there too");
+    queue_device q = on_queue(exec.stream);
+    device& d = q.d;
+    try {
+      resident_input whole{d, in, buffer_at(d, in.data, std::size_t(in.count) * size_of(in.type), "the input")};
+      const cl::Buffer out_buffer =
+          out.where.is_host() ? cl::Buffer() : buffer_at(d, out.data, std::size_t(out.count), "the output");
+      job_clock clock{d, false};
+      const progress_report progress{exec, in.count};
+      visit(in.type, [&](auto element) {
+        const any_statistics result = statistics_typed<decltype(element)>(d, whole, clock, progress);
+        std::visit(
+            [&](const auto& s) {
+              const auto* b = reinterpret_cast<const std::byte*>(&s);
+              deliver(d, out, out_buffer, std::vector<std::byte>(b, b + sizeof s));
+            },
+            result);
+      });
+    } catch (const cl::Error& e) {
+      fail(e, "the statistics on " + d.name);
+    }
+    r.device = q.ordinal;
+    r.device_name = d.name;
+    r.bytes_read = in.count * std::int64_t(size_of(in.type));
+    r.bytes_written = out.count;
+  }
+
+  void knn(const knn_device_job& job, const execution& exec, report& r) const override {
+    queue_device q = on_queue(exec.stream);
+    device& d = q.d;
+    const std::size_t rows = std::size_t(job.queries) * std::size_t(job.k) * 4, bytes = std::size_t(job.bytes);
+    try {
+      const cl::Buffer query = buffer_at(d, job.query, std::size_t(job.queries) * bytes, "the queries");
+      const cl::Buffer train = buffer_at(d, job.train, std::size_t(job.trains) * bytes, "the training set");
+      const cl::Buffer idx = buffer_at(d, job.idx, rows, "the neighbours' output");
+      const cl::Buffer dist = buffer_at(d, job.dist, rows, "the distances' output");
+      if (job.queries > 0) knn_hamming(d, query, 0, job.queries, train, 0, job.trains, job.bytes, job.k, idx, dist);
+    } catch (const cl::Error& e) {
+      fail(e, "the k-NN search on " + d.name);
+    }
+    r.device = q.ordinal;
+    r.device_name = d.name;
+    r.bytes_read = (job.queries + job.trains) * job.bytes;
+    r.bytes_written = 2 * job.queries * job.k * 4;
+  }
 
  private:
   static refusal unusable(const device_set& devices) {

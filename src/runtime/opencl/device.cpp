@@ -3,8 +3,11 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
+#include <utility>
 
 #include "../runtime.hpp"
 
@@ -152,9 +155,9 @@ cl::Kernel device::kernel(std::string_view file, const std::string& options, con
   const std::string key = std::string(file) + '\n' + options;
   cl::Program program;
   {
-    const std::lock_guard<std::mutex> lock(building_);
-    auto found = programs_.find(key);
-    if (found == programs_.end()) {
+    const std::lock_guard<std::mutex> lock(programs_->building);
+    auto found = programs_->programs.find(key);
+    if (found == programs_->programs.end()) {
       std::string source;
       if (file != "knn") source = std::string(kernel_source("common")) + '\n';
       source += kernel_source(file);
@@ -162,7 +165,7 @@ cl::Kernel device::kernel(std::string_view file, const std::string& options, con
       const auto started = std::chrono::steady_clock::now();
       try {
         built.build({id}, options.c_str());
-        building_nanoseconds_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count();
+        programs_->building_nanoseconds += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count();
       } catch (const cl::BuildError& e) {
         std::string log;
         for (const auto& [dev, text] : e.getBuildLog()) log += text;
@@ -171,7 +174,7 @@ cl::Kernel device::kernel(std::string_view file, const std::string& options, con
       } catch (const cl::Error& e) {
         fail(e, "building the program '" + std::string(file) + "' for " + name);
       }
-      found = programs_.emplace(key, std::move(built)).first;
+      found = programs_->programs.emplace(key, std::move(built)).first;
     }
     program = found->second;
   }
@@ -216,6 +219,48 @@ lanes choose_lanes(const device& d) {
     throw unsupported_error("opencl", "the ptx form exchanges within a 32-lane warp: width 64 takes the local form");
   return l;
 }
+
+queue_device on_queue(void* handle) {
+  if (handle == nullptr)
+    throw std::invalid_argument("OpenCL: arrays in OpenCL memory need the queue their work goes on (exec.stream)");
+  const auto queue = static_cast<cl_command_queue>(handle);
+  cl_context context = nullptr;
+  cl_device_id id = nullptr;
+  cl_command_queue_properties properties = 0;
+  if (clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof context, &context, nullptr) != CL_SUCCESS ||
+      clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof id, &id, nullptr) != CL_SUCCESS ||
+      clGetCommandQueueInfo(queue, CL_QUEUE_PROPERTIES, sizeof properties, &properties, nullptr) != CL_SUCCESS)
+    throw std::invalid_argument("OpenCL: the queue is not a valid cl_command_queue (released?)");
+  if ((properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) != 0)
+    throw std::invalid_argument("OpenCL: the queue runs its commands out of order; pass an in-order queue (a job's "
+                                "kernels read what the ones before them wrote)");
+  device_list& list = devices();
+  for (std::size_t i = 0; i < list.devices.size(); ++i) {
+    const device& base = *list.devices[i];
+    if (base.id() != id) continue;
+    queue_device q{base, int(i)};
+    q.d.queue = cl::CommandQueue(queue, true);
+    if (base.context() == context) return q;
+    q.d.context = cl::Context(context, true);
+    // The programs of this context and device, kept (with the context) for the life of the process.
+    static std::mutex caches_lock;
+    static std::map<std::pair<cl_context, cl_device_id>, std::pair<cl::Context, std::shared_ptr<program_cache>>> caches;
+    const std::lock_guard<std::mutex> lock(caches_lock);
+    auto& cache = caches[{context, id}];
+    if (!cache.second) cache = {q.d.context, std::make_shared<program_cache>()};
+    q.d.programs_ = cache.second;
+    return q;
+  }
+  std::string name = "?";
+  try {
+    name = cl::Device(id, true).getInfo<CL_DEVICE_NAME>();
+  } catch (const cl::Error&) {
+  }
+  throw unsupported_error("opencl", "the queue's device (" + name + ") is not one of the OpenCL devices this process "
+                                    "lists (multireduce --version lists them)");
+}
+
+int ordinal_of_queue(void* queue) { return on_queue(queue).ordinal; }
 
 cl::Buffer allocate(device& d, std::size_t bytes, const char* what) {
   bytes = std::max<std::size_t>(bytes, 1);

@@ -4,7 +4,10 @@
 // Every device of every platform the ICD loader lists is one ordinal, in platform order. Each has
 // a context of its own and an in-order queue with profiling (kernel times by events). Programs are
 // OpenCL C (kernels/*.cl, embedded in the library at build time), built for a device the first time
-// a job needs them and kept, per device and build options, for the life of the process.
+// a job needs them and kept, per context, device and build options, for the life of the process.
+//
+// Arrays of another context (PyOpenCL's) are read in place on the caller's queue: on_queue() makes
+// the device of that queue, in its context, with the programs of that context and device.
 #pragma once
 
 #ifndef CL_HPP_TARGET_OPENCL_VERSION
@@ -17,6 +20,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -40,7 +44,17 @@ struct lanes {
   int width = 32;  ///< 32 or 64
 };
 
-/// One OpenCL device: what it is and can do, its context and queue.
+struct queue_device;
+
+/// The programs built for one device in one context, by program and build options.
+struct program_cache {
+  std::mutex building;
+  std::atomic<std::int64_t> building_nanoseconds{0};
+  std::map<std::string, cl::Program> programs;
+};
+
+/// One OpenCL device: what it is and can do, its context and queue (a copy is the same device, on
+/// the same programs).
 struct device {
   cl::Device id;
   cl::Context context;
@@ -63,13 +77,26 @@ struct device {
   cl::Kernel kernel(std::string_view file, const std::string& options, const char* name);
   /// Seconds spent building programs so far (a job's report counts them neither as kernels nor as
   /// copies).
-  double seconds_building() const { return double(building_nanoseconds_.load()) * 1e-9; }
+  double seconds_building() const { return double(programs_->building_nanoseconds.load()) * 1e-9; }
 
  private:
-  std::mutex building_;
-  std::atomic<std::int64_t> building_nanoseconds_{0};
-  std::map<std::string, cl::Program> programs_;
+  friend queue_device on_queue(void* queue);
+  std::shared_ptr<program_cache> programs_ = std::make_shared<program_cache>();
 };
+
+/// The device of a caller's queue (a cl_command_queue, retained), in the queue's context, and its
+/// ordinal among the backend's devices.
+struct queue_device {
+  device d;
+  int ordinal = 0;
+};
+/// The device that runs `queue`, with its context and that queue, on which a job's commands run in
+/// the order they are queued. Programs are cached per context and device: the first call in a new
+/// context builds them. Throws std::invalid_argument for a null or invalid queue or an out-of-order
+/// one, unsupported_error for a device the backend does not list.
+queue_device on_queue(void* queue);
+/// The ordinal of the device that runs `queue` (on_queue(queue).ordinal).
+int ordinal_of_queue(void* queue);
 
 /// Every OpenCL device here (empty when there is no platform or no ICD loader finds one).
 int device_count();
