@@ -232,6 +232,81 @@ void expect_every_shape(rt::dtype type, rt::op_kind op, bool large, bool every_k
 
 std::string lanes_name(ocl::lanes l) { return std::string(ocl::to_string(l.form)) + "/" + std::to_string(l.width); }
 
+#ifdef MULTIREDUCE_CLANG
+/// clang's verdict on program `file` (after common.cl but for knn.cl, as the backend builds it) with
+/// `options`, type-checked for OpenCL C (SPIR, or NVIDIA's OpenCL target for the PTX form): "" when
+/// it passes, else the command and its errors.
+std::string clang_errors(const std::string& file, std::string options, ocl::exchange_form form) {
+  std::string source = file == "knn" ? "" : std::string(ocl::kernel_source("common")) + '\n';
+  source += ocl::kernel_source(file);
+  const std::string path = testing::TempDir() + "multireduce_kernel.cl", log = path + ".log";
+  if (FILE* f = std::fopen(path.c_str(), "w")) {
+    std::fwrite(source.data(), 1, source.size(), f);
+    std::fclose(f);
+  } else {
+    return "cannot write " + path;
+  }
+  // clang declares the sub-group builtins from OpenCL C 2.0 only (devices take them in 1.2 with
+  // cl_khr_subgroups).
+  if (form == ocl::exchange_form::subgroup_shuffle) options.replace(options.find("-cl-std=CL1.2"), 13, "-cl-std=CL2.0");
+  // NVIDIA's target for the inline PTX (clang's header declares vload_half there only with the
+  // half extension on, though OpenCL C 1.2 has it without).
+  const char* target = form == ocl::exchange_form::ptx_shuffle ? "nvptx64-nvidia-nvcl -Xclang -cl-ext=+cl_khr_fp16" : "spir64";
+  const std::string command = std::string(MULTIREDUCE_CLANG) + " -x cl -Xclang -finclude-default-header --target=" +
+                              target + " -fsyntax-only -Werror=implicit-function-declaration " + options + " " + path +
+                              " > " + log + " 2>&1";
+  if (std::system(command.c_str()) == 0) return "";
+  std::string errors = command + "\n";
+  if (FILE* f = std::fopen(log.c_str(), "r")) {
+    char buffer[4096];
+    for (std::size_t got; (got = std::fread(buffer, 1, sizeof buffer, f)) > 0;) errors.append(buffer, got);
+    std::fclose(f);
+  }
+  return errors;
+}
+#endif
+
+TEST(OpenclKernels, EveryFormAndWidthTypeChecksWithClang) {
+#ifndef MULTIREDUCE_CLANG
+  GTEST_SKIP() << "no clang at configure time";
+#else
+  // Every program in every form and width, the sub-group form included, which no device within reach
+  // runs (PoCL 3.1 and NVIDIA's OpenCL have no sub-groups): their OpenCL C type-checks with the
+  // options the backend builds them with. Every dtype with sum, max and argmin in the local form;
+  // in every form, the accumulators that differ (float16 read as float, float64, the integer sums'
+  // uint64, argmin's pairs); the other operators once.
+  const ocl::lanes every_form[] = {{ocl::exchange_form::local_memory, 32},     {ocl::exchange_form::local_memory, 64},
+                                   {ocl::exchange_form::subgroup_shuffle, 32}, {ocl::exchange_form::subgroup_shuffle, 64},
+                                   {ocl::exchange_form::ptx_shuffle, 32}};
+  const ocl::lanes local{ocl::exchange_form::local_memory, 32};
+  int checked = 0;
+  auto check = [&](const std::string& file, const std::string& options, ocl::lanes l) {
+    const std::string errors = clang_errors(file, options, l.form);
+    EXPECT_EQ(errors, "") << file << ".cl in " << lanes_name(l);
+    ++checked;
+  };
+  for (const rt::dtype type : rt::all_dtypes) {
+    for (const rt::op_kind op : {rt::op_kind::sum, rt::op_kind::max, rt::op_kind::argmin}) {
+      const bool every = type == rt::dtype::float16 || type == rt::dtype::float32 || type == rt::dtype::float64 ||
+                         type == rt::dtype::int64 || type == rt::dtype::uint8;
+      for (const ocl::lanes l : every_form) {
+        if (!every && l.form != local.form) continue;
+        for (const char* file : {"segments", "columns", "window"}) check(file, ocl::program_options(type, op, l, true), l);
+      }
+    }
+    check("statistics", ocl::statistics_options(type, true), local);
+  }
+  for (const rt::op_kind op : {rt::op_kind::prod, rt::op_kind::min, rt::op_kind::argmax})
+    for (const char* file : {"segments", "columns", "window"}) check(file, ocl::program_options(rt::dtype::float32, op, local, true), local);
+  for (const rt::op_kind op : {rt::op_kind::bit_and, rt::op_kind::bit_or, rt::op_kind::bit_xor})
+    for (const char* file : {"segments", "columns", "window"}) check(file, ocl::program_options(rt::dtype::uint64, op, local, true), local);
+  for (const rt::dtype type : {rt::dtype::int32, rt::dtype::float32, rt::dtype::float64})
+    for (const ocl::lanes l : every_form) check("paper", ocl::program_options(type, rt::op_kind::sum, l, true, false), l);
+  check("knn", "-cl-std=CL1.2 -DWORDS=8 -DK=2", local);
+  std::printf("%d programs type-checked with %s\n", checked, MULTIREDUCE_CLANG);
+#endif
+}
+
 TEST(OpenclReduce, EveryDtypeAndOperatorLikeTheCpuBackend) {
   SKIP_WITHOUT_OPENCL();
   const ocl::lanes first = lane_settings().front();

@@ -66,9 +66,9 @@ bool integer_accumulator(dtype type, op_kind op) {
   return (op == op_kind::sum || op == op_kind::prod) && !is_floating(type);
 }
 
-/// The build options of a program over elements of `type` with `op` in lanes `l` on `d`; integer
-/// sums and products in uint64 unless `widen` is false (the section-7 benchmark adds in the type).
-std::string build_options(const device& d, dtype type, op_kind op, lanes l, bool widen = true) {
+}  // namespace
+
+std::string program_options(dtype type, op_kind op, lanes l, bool unroll, bool widen) {
   const bool positional = info(op).positional;
   const std::string val = value_type(type);
   const std::string acc = positional ? "kv" : widen && integer_accumulator(type, op) ? "ulong" : val;
@@ -80,8 +80,21 @@ std::string build_options(const device& d, dtype type, op_kind op, lanes l, bool
   if (is_floating(type)) o += " -DVAL_IS_FLOAT";
   if (type == dtype::float16) o += " -DELEM_IS_HALF";
   if (type == dtype::float64) o += " -DUSE_FP64";
-  if (!d.cpu) o += " -DUNROLL_LANES";
+  if (unroll) o += " -DUNROLL_LANES";
   return o;
+}
+
+std::string statistics_options(dtype type, bool unroll) {
+  return program_options(type, op_kind::argmin, lanes{}, unroll) + " -DUSE_FP64 -DSUM_T=" +
+         (is_floating(type) ? "double" : "ulong") + " -DSTATS_VECTORS=" + std::to_string(statistics_tuning::vectors_in_flight);
+}
+
+namespace {
+
+/// The build options of a program over elements of `type` with `op` in lanes `l` on `d` (loops
+/// over lanes unrolled but on a CPU, whose compiler builds far faster without).
+std::string build_options(const device& d, dtype type, op_kind op, lanes l, bool widen = true) {
+  return program_options(type, op, l, !d.cpu, widen);
 }
 
 /// The largest power of two <= wanted (and a multiple of `multiple`) that the kernel runs with on `d`.
@@ -315,10 +328,7 @@ std::size_t statistics_state_bytes(dtype) { return 8 * 6 + 2 * 16; }
 
 void statistics(device& d, dtype type, const cl::Buffer& in, std::int64_t n, double shift, const cl::Buffer& states,
                 events* ev) {
-  std::string options = build_options(d, type, op_kind::argmin, lanes{}) + " -DUSE_FP64 -DSUM_T=" +
-                        (is_floating(type) ? "double" : "ulong") +
-                        " -DSTATS_VECTORS=" + std::to_string(statistics_tuning::vectors_in_flight);
-  cl::Kernel k = d.kernel("statistics", options, "statistics_parts");
+  cl::Kernel k = d.kernel("statistics", statistics_options(type, !d.cpu), "statistics_parts");
   const std::size_t group = fit_group(k, d, statistics_tuning::group);
   const std::int64_t parts = statistics_parts(d, n);
   visit(type, [&](auto element) {

@@ -24,6 +24,13 @@ std::size_t output_bytes(dtype type, op_kind op);
 /// Whether `d` runs `op` over `type`: "" when it does, else why not (float64 without cl_khr_fp64).
 std::string unsupported_type(const device& d, dtype type);
 
+/// The build options of the programs over elements of `type` with `op` in lanes `l` (common.cl's
+/// macros): loops over lanes unrolled where `unroll` (every device but a CPU), integer sums and
+/// products in uint64 unless `widen` is false (the section-7 benchmark adds in the type).
+std::string program_options(dtype type, op_kind op, lanes l, bool unroll, bool widen = true);
+/// The statistics program's (statistics.cl: float64 sums, the extremes as argmin's pairs).
+std::string statistics_options(dtype type, bool unroll);
+
 using events = std::vector<cl::Event>;
 
 /// The segments of a piece of n elements: `segments` of `length` elements, or between `offsets`
