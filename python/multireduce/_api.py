@@ -17,7 +17,7 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 
 from . import _core
-from ._arrays import host_operand, operand, settle
+from ._arrays import host_operand, operand, order_before, settle
 from ._calls import (BACKENDS, INT32_MAX, INT64_MAX, bounded, check_backend, devices_of, flag, integer,
                      result_dtype)
 from ._records import AXIS, FIXED_SEGMENTS, HOST, OFFSETS, WHOLE, WINDOW, Job, Operand, make_record
@@ -158,7 +158,7 @@ def _reduce(a: Operand, job: Job, out_shape, out, backend: str, devices=()):
             if host or backend != "auto" or devices:
                 raise
         else:
-            settle(a)
+            settle(a, out)
             if out is not None:
                 return out
             return target if a.framework != "jax" else finish(target, a)
@@ -192,7 +192,8 @@ def segmented_reduce(x, op: str = "sum", *, offsets=None, segment_length: Option
     PyTorch's ``segment_reduce(..., unsafe=True)``: no read-back and no wait. Bad offsets then give
     unspecified values, in `out` too (the kernel clamps every offset into x, so it never reads
     outside x). Where that kernel does not run (a mean segment length over 40, or a GPU older than
-    Hopper) the offsets are still checked; offsets on the host are always checked. While a CUDA
+    Hopper) the offsets are still checked; offsets on the host are always checked, and so are
+    offsets of PyOpenCL arrays (read back once: those calls wait for the queue). While a CUDA
     graph is captured on the stream, device offsets need check_offsets=False."""
     if backend not in BACKENDS:
         check_backend(backend)
@@ -221,6 +222,7 @@ def segmented_reduce(x, op: str = "sum", *, offsets=None, segment_length: Option
         job = make_record(Job, (op, FIXED_SEGMENTS, length, segments, 1, None, True, out is None))
         return _reduce(a, job, (segments,), out, backend)
     o = operand(offsets, "offsets", stream)
+    order_before(o, a)
     if o.dtype != "int64" or o.memory != a.memory or o.device != a.device or len(o.shape) != 1 or o.size < 1:
         o = _offsets(o, a)  # (checked, converted)
     segments = o.size - 1

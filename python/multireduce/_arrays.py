@@ -15,7 +15,6 @@ whatever a reader declines, goes to import_general(), with its errors.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections import namedtuple
 from typing import Any, NamedTuple, Optional, Sequence
@@ -397,16 +396,11 @@ def pyopencl_queue(x):
     return cl.CommandQueue(x.context)
 
 
-@functools.lru_cache(maxsize=64)
-def _alignment(context) -> int:
-    """The bytes a sub-buffer's origin must be a multiple of in `context`: the largest
-    CL_DEVICE_MEM_BASE_ADDR_ALIGN of its devices (given in bits)."""
-    return max(d.mem_base_addr_align for d in context.devices) // 8
-
-
 def pyopencl_alignment(x) -> int:
-    """The bytes a PyOpenCL array's offset must be a multiple of to be read as a sub-buffer."""
-    return _alignment(x.context)
+    """The bytes a PyOpenCL array's offset must be a multiple of to be read as a sub-buffer: the
+    largest CL_DEVICE_MEM_BASE_ADDR_ALIGN of its context's devices (given in bits). Not cached: a
+    cache would keep the contexts alive."""
+    return max(d.mem_base_addr_align for d in x.context.devices) // 8
 
 
 def _from_pyopencl(x, name: str, stream) -> Operand:
@@ -438,6 +432,9 @@ def _from_pyopencl(x, name: str, stream) -> Operand:
     if x.size > 0:
         nbytes = x.size * x.dtype.itemsize
         base = x.base_data
+        if not isinstance(base, cl.Buffer):
+            raise TypeError(f"{name} is not in an OpenCL buffer ({type(base).__name__}: shared virtual memory?); "
+                            f"multireduce reads PyOpenCL arrays allocated as buffers")
         try:
             if x.offset == 0:
                 buffer = base
@@ -445,7 +442,9 @@ def _from_pyopencl(x, name: str, stream) -> Operand:
                 buffer = base.get_sub_region(x.offset, nbytes)
             else:
                 buffer = cl.Buffer(x.context, cl.mem_flags.READ_WRITE, nbytes)
-                cl.enqueue_copy(queue, buffer, base, byte_count=nbytes, src_offset=x.offset)
+                # waited for: the call's work may go on another queue (x is then not the call's x)
+                cl.enqueue_copy(queue, buffer, base, byte_count=nbytes, src_offset=x.offset,
+                                wait_for=x.events or None).wait()
         except cl.MemoryError as e:
             raise MemoryError(f"{name}: no device memory for a copy of the view ({e})") from None
         except cl.Error as e:
@@ -456,8 +455,25 @@ def _from_pyopencl(x, name: str, stream) -> Operand:
                    keep=OpenCLHandles(buffer, queue, x.queue is None))
 
 
-def settle(a: Operand) -> None:
-    """Waits for the call's queue where the call made it (a PyOpenCL array without a queue), so
-    that its results are there for any queue; nothing otherwise (the work stays queued)."""
-    if a.framework == "pyopencl" and a.keep.own_queue:
+def order_before(a: Operand, call: Operand) -> None:
+    """A PyOpenCL operand `a` of a call whose work goes on `call`'s queue: where a's queue is
+    another, what is queued there (a's producers) is waited for, so that the call reads a whole."""
+    if a.framework == "pyopencl" and call.framework == "pyopencl" and a.stream != call.stream:
         a.keep.queue.finish()
+
+
+def settle(a: Operand, out=None) -> None:
+    """After a call on PyOpenCL arrays (nothing for other frameworks): waits for the call's queue
+    where the call made it (a PyOpenCL array without a queue), so that its results are there for
+    any queue; otherwise the work stays queued, and an out= of another queue (or none) gets the
+    call's completion among its events (PyOpenCL waits for them before it reads or writes out)."""
+    if a.framework != "pyopencl":
+        return
+    if a.keep.own_queue:
+        a.keep.queue.finish()
+        return
+    if out is not None and framework_of(out) == "pyopencl" and (out.queue is None or out.queue.int_ptr != a.stream):
+        import pyopencl as cl
+
+        out.add_event(cl.enqueue_marker(a.keep.queue))
+        a.keep.queue.flush()

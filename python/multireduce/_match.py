@@ -12,7 +12,7 @@ from typing import Any, NamedTuple, Optional, Tuple
 import numpy as np
 
 from . import _core
-from ._arrays import framework_of, operand, settle
+from ._arrays import framework_of, operand, order_before, settle
 from ._calls import BACKENDS, INT32_MAX, bounded, check_backend, devices_of, flag, integer, real
 from ._records import HOST, Operand
 from ._results import address_of, empty, finish, host_copy, like_input, to_numpy
@@ -26,6 +26,7 @@ def integer_below_zero(value, name: str) -> bool:
 def _descriptors(query, train, stream) -> Tuple[Operand, Operand]:
     q = operand(query, "query", stream)
     t = operand(train, "train", stream)
+    order_before(t, q)
     for name, d in (("query", q), ("train", t)):
         if d.dtype != "uint8":
             raise TypeError(f"{name} must be uint8 descriptors (rows of bytes), not {d.dtype}")

@@ -223,13 +223,39 @@ def test_out_at_an_aligned_offset_and_overlap(queue):
     got = big.get()
     np.testing.assert_array_equal(got[256:256 + 996], sliding_window_view(x, 5).sum(-1))
     assert np.isnan(got[:256]).all() and np.isnan(got[256 + 996:]).all()
-    other_queue = cl.CommandQueue(queue.context)  # out= of another queue of x's context: written on x's queue
+    # out= of another queue of x's context: written on x's queue, the call's completion among its
+    # events, so that out.get() on its own queue waits for it
+    other_queue = cl.CommandQueue(queue.context)
     out = _poisoned(other_queue, 996, "float32")
-    _check_result(mr.window_reduce(a, 5, "sum", out=out).with_queue(queue), queue, sliding_window_view(x, 5).sum(-1), 5)
+    events_before = len(out.events)
+    assert mr.window_reduce(a, 5, "sum", out=out) is out
+    assert len(out.events) == events_before + 1
+    _check_result(out, other_queue, sliding_window_view(x, 5).sum(-1), 5)
     with pytest.raises(ValueError, match="alignment"):
         mr.window_reduce(a, 5, "sum", out=big[1:997])
     with pytest.raises(ValueError, match="overlaps"):
         mr.window_reduce(a[:999], 4, "sum", out=a[:996])
+
+
+def test_operands_of_another_queue(queue, rng):
+    """Offsets, a training set (and the unaligned views copied for them) on another queue of the
+    context than the call's: that queue is finished first, so the call reads them whole."""
+    other_queue = cl.CommandQueue(queue.context)
+    x = rng.standard_normal(3000).astype(np.float32)
+    a = cla.to_device(queue, x)
+    cuts = np.sort(rng.integers(0, 3000, 40)).astype(np.int64)
+    offsets = np.concatenate([[0], cuts, [3000]]).astype(np.int64)
+    big = cla.to_device(other_queue, np.concatenate([[7], offsets]).astype(np.int64))
+    o = big[1:]  # 8 bytes in: copied on the device
+    want = np.array([x[b:e].max() if e > b else mr.reduce(x[:0], "max") for b, e in zip(offsets[:-1], offsets[1:])],
+                    np.float32)
+    _check_result(mr.segmented_reduce(a, "max", offsets=o), queue, want, 1)
+    q = rng.integers(0, 256, (50, 32), dtype=np.uint8)
+    t = rng.integers(0, 256, (300, 32), dtype=np.uint8)
+    dist, idx = mr.knn_hamming(cla.to_device(queue, q), cla.to_device(other_queue, t), k=2)
+    want_dist, want_idx = mr.knn_hamming(q, t, k=2)
+    np.testing.assert_array_equal(dist.get(), want_dist)
+    np.testing.assert_array_equal(idx.get(), want_idx)
 
 
 def test_auto_runs_on_the_arrays_device(queue, monkeypatch):

@@ -255,15 +255,17 @@ void reduce_windows(device& d, lanes l, dtype type, op_kind op, std::span<const 
     while (scan_group < 32 && 2 * scan_group < q - 1) scan_group *= 2;
     auto padded = [](std::int64_t slots) { return std::size_t(slots + slots / 32 + 1); };  // window.cl's SPAD
     const std::size_t suffix = padded(ring) * acc, folds = 2 * std::size_t(block_ring) * acc, stage = padded(tile) * outb;
-    const std::size_t scan = scans ? std::size_t(block_ring) * acc : acc;  // each of the 3 scan rings
-    if (suffix + folds + 3 * scan + stage <= local_room(stream, d)) {
+    // The scans' rings: each chunk's prefix and suffix in its group, and each group's fold.
+    const std::size_t scan = scans ? std::size_t(block_ring) * acc : acc;
+    const std::size_t group_scan = scans ? std::size_t(block_ring / scan_group) * acc : acc;
+    if (suffix + folds + 2 * scan + group_scan + stage <= local_room(stream, d)) {
       // Each run starts by folding the tiles its first windows reach back into (`before`): runs of at
       // least stream_run_per_before times as many tiles keep that extra reading small.
       const std::int64_t tiles = ceil_div(n, tile), before = ceil_div((q + 1) * tuning::chunk, tile);
       const std::int64_t groups = std::clamp<std::int64_t>(tiles / (tuning::stream_run_per_before * before), 1,
                                                            std::int64_t(d.compute_units) * tuning::stream_groups_per_compute_unit);
       set_args(stream, in, cl_long(n), cl_long(window), out, init, cl_int(ring), cl_int(block_ring), cl_int(scan_group),
-               cl::Local(suffix), cl::Local(folds), cl::Local(scan), cl::Local(scan), cl::Local(scan), cl::Local(stage));
+               cl::Local(suffix), cl::Local(folds), cl::Local(scan), cl::Local(scan), cl::Local(group_scan), cl::Local(stage));
       launch(d, stream, std::size_t(groups), group, ev, "window_stream");
       return;
     }

@@ -186,7 +186,10 @@ class resident_input final : public device_input {
     if (n > 0) d_.queue.enqueueReadBuffer(buffer_, CL_TRUE, std::size_t(first) * size_of(a_.type), head_.size(), head_.data());
     return head_.data();
   }
-  const cl::Buffer& load(std::int64_t, std::int64_t) override { return buffer_; }
+  const cl::Buffer& load(std::int64_t first, std::int64_t n) override {
+    if (first != 0 || n > a_.count) throw std::logic_error("resident_input: an array in device memory is one piece");
+    return buffer_;
+  }
 
  private:
   device& d_;

@@ -220,11 +220,14 @@ lanes choose_lanes(const device& d) {
   return l;
 }
 
-queue_device on_queue(void* handle) {
+namespace {
+
+/// The caller's queue `handle` checked (valid, in order), its context and the ordinal of its device
+/// among the backend's; throws as on_queue.
+int queue_ordinal(void* handle, cl_context& context) {
   if (handle == nullptr)
     throw std::invalid_argument("OpenCL: arrays in OpenCL memory need the queue their work goes on (exec.stream)");
   const auto queue = static_cast<cl_command_queue>(handle);
-  cl_context context = nullptr;
   cl_device_id id = nullptr;
   cl_command_queue_properties properties = 0;
   if (clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof context, &context, nullptr) != CL_SUCCESS ||
@@ -235,22 +238,8 @@ queue_device on_queue(void* handle) {
     throw std::invalid_argument("OpenCL: the queue runs its commands out of order; pass an in-order queue (a job's "
                                 "kernels read what the ones before them wrote)");
   device_list& list = devices();
-  for (std::size_t i = 0; i < list.devices.size(); ++i) {
-    const device& base = *list.devices[i];
-    if (base.id() != id) continue;
-    queue_device q{base, int(i)};
-    q.d.queue = cl::CommandQueue(queue, true);
-    if (base.context() == context) return q;
-    q.d.context = cl::Context(context, true);
-    // The programs of this context and device, kept (with the context) for the life of the process.
-    static std::mutex caches_lock;
-    static std::map<std::pair<cl_context, cl_device_id>, std::pair<cl::Context, std::shared_ptr<program_cache>>> caches;
-    const std::lock_guard<std::mutex> lock(caches_lock);
-    auto& cache = caches[{context, id}];
-    if (!cache.second) cache = {q.d.context, std::make_shared<program_cache>()};
-    q.d.programs_ = cache.second;
-    return q;
-  }
+  for (std::size_t i = 0; i < list.devices.size(); ++i)
+    if (list.devices[i]->id() == id) return int(i);
   std::string name = "?";
   try {
     name = cl::Device(id, true).getInfo<CL_DEVICE_NAME>();
@@ -260,7 +249,31 @@ queue_device on_queue(void* handle) {
                                     "lists (multireduce --version lists them)");
 }
 
-int ordinal_of_queue(void* queue) { return on_queue(queue).ordinal; }
+}  // namespace
+
+queue_device on_queue(void* handle) {
+  cl_context context = nullptr;
+  const int ordinal = queue_ordinal(handle, context);
+  const device& base = *devices().devices[std::size_t(ordinal)];
+  queue_device q{base, ordinal};
+  q.d.queue = cl::CommandQueue(static_cast<cl_command_queue>(handle), true);
+  if (base.context() == context) return q;
+  q.d.context = cl::Context(context, true);
+  // The programs of this context and device, kept (with the context) for the life of the process:
+  // a context the jobs ran in, not one only asked about (ordinal_of_queue).
+  static std::mutex caches_lock;
+  static std::map<std::pair<cl_context, cl_device_id>, std::pair<cl::Context, std::shared_ptr<program_cache>>> caches;
+  const std::lock_guard<std::mutex> lock(caches_lock);
+  auto& cache = caches[{context, base.id()}];
+  if (!cache.second) cache = {q.d.context, std::make_shared<program_cache>()};
+  q.d.programs_ = cache.second;
+  return q;
+}
+
+int ordinal_of_queue(void* queue) {
+  cl_context context = nullptr;
+  return queue_ordinal(queue, context);
+}
 
 cl::Buffer allocate(device& d, std::size_t bytes, const char* what) {
   bytes = std::max<std::size_t>(bytes, 1);
