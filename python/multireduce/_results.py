@@ -130,14 +130,17 @@ def _overlap(a: Operand, b: Operand) -> bool:
     their offsets that meet."""
     if a.memory != b.memory or a.device != b.device or a.size == 0 or b.size == 0:
         return False
-    if a.framework == "pyopencl" and b.framework == "pyopencl":
-        if a.obj.base_data.int_ptr != b.obj.base_data.int_ptr:
-            return False
-        a_first, b_first = a.obj.offset, b.obj.offset
-        return a_first < b_first + b.size * _itemsize(b.dtype) and b_first < a_first + a.size * _itemsize(a.dtype)
-    a_end = a.address + a.size * _itemsize(a.dtype)
-    b_end = b.address + b.size * _itemsize(b.dtype)
-    return a.address < b_end and b.address < a_end
+    (a_base, a_first), (b_base, b_first) = _origin(a), _origin(b)
+    return (a_base == b_base and a_first < b_first + b.size * _itemsize(b.dtype)
+            and b_first < a_first + a.size * _itemsize(a.dtype))
+
+
+def _origin(a: Operand) -> Tuple[int, int]:
+    """Where an imported array's bytes start: (its buffer, the byte offset in it) for a PyOpenCL
+    array (a cl_mem handle is no address), (0, its address) for the others."""
+    if a.framework == "pyopencl":
+        return a.obj.base_data.int_ptr, a.obj.offset
+    return 0, a.address
 
 
 @functools.lru_cache(maxsize=None)
