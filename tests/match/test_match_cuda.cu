@@ -261,7 +261,8 @@ TEST(CudaMatch, AdversarialDataAgainstBitwiseBruteForce) {
   mc::workspace ws;
   int case_number = 0;
   for (int bytes : {32, 48, 64, 128}) {
-    for (int trains : {0, 1, 127, 128, 129, 511, 513}) {
+    // Around the 128-row tiles of mma.sync and the 256-row tiles (and the ring of 7) of wgmma.
+    for (int trains : {0, 1, 127, 128, 129, 255, 256, 257, 511, 513, 1791, 1793}) {
       for (int kind = 0; kind < 4; ++kind) {
         const int queries = kind == 3 ? 300 : 131;
         std::vector<std::uint8_t> q(std::size_t(queries) * bytes), t(std::size_t(trains) * bytes);
@@ -297,6 +298,26 @@ TEST(CudaMatch, AdversarialDataAgainstBitwiseBruteForce) {
           if (::testing::Test::HasFatalFailure()) return;
         }
       }
+    }
+  }
+}
+
+// Long training sets, where the lists are full and a pair must beat the k-th best of its row: the
+// steady state of every kernel (dense random rows: many ties at the k-th distance).
+TEST(CudaMatch, LongTrainingSetsAgainstBitwiseBruteForce) {
+  MR_REQUIRE_GPU();
+  const std::uint64_t seed = seed_for("match long training sets");
+  mc::workspace ws;
+  for (int bytes : {32, 64}) {
+    for (int k : {2, 5}) {
+      const std::uint64_t s = seed + std::uint64_t(bytes * 10 + k);
+      const auto q = random_descriptors(500, bytes, s, false);
+      const auto t = random_descriptors(12007, bytes, s + 1, false);
+      std::vector<std::int32_t> want_idx, want_dist;
+      reference_knn(q, t, bytes, k, want_idx, want_dist);
+      SCOPED_TRACE(::testing::Message() << "bytes=" << bytes << " k=" << k << " case seed " << s);
+      expect_both_paths_give(ws, q, t, bytes, k, want_idx, want_dist);
+      if (::testing::Test::HasFatalFailure()) return;
     }
   }
 }

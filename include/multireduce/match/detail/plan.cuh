@@ -99,10 +99,9 @@ inline cudaError_t choose_knn_kernel(int bytes, int k, match_path path, std::int
   if (path == match_path::tensor_core && major < 8) return cudaErrorNotSupported;
   const bool usable = (path == match_path::wgmma || path == match_path::automatic) && wgmma_usable(major, minor);
   if (path == match_path::wgmma && !usable) return cudaErrorNotSupported;
-  // automatic: the warpgroup kernel for searches of many lists (its 256-query blocks), mma.sync
-  // for the others (knn_tuning::wgmma_min_lists has the figures).
-  const bool wgmma =
-      usable && (path == match_path::wgmma || (wgmma_when_automatic && lists >= knn_tuning::wgmma_min_lists));
+  // automatic: the warpgroup kernel wherever it is usable (it is the faster from 1000 x 1000 to
+  // 65,536 x 65,536: knn_tuning has the figures).
+  const bool wgmma = usable && (path == match_path::wgmma || wgmma_when_automatic);
   c.wgmma = wgmma;
   c.tensor = wgmma || path == match_path::tensor_core || (path == match_path::automatic && major >= 8);
   c.kcap = k <= 2 ? 2 : 8;
@@ -160,17 +159,35 @@ inline std::int64_t slices_for_whole_waves(std::int64_t query_blocks, std::int64
   return best;
 }
 
+/// The slices (at most `most`) of a lone wgmma search: the fewest waves of the longest slices, by a
+/// block's time taken as its rows plus a fixed cost of knn_tuning::wgmma_block_overhead_rows (its
+/// pipeline's start, its lists' first fill, its lists' store), times the waves of blocks.
+inline std::int64_t slices_for_wgmma(std::int64_t query_blocks, std::int64_t resident, std::int64_t trains,
+                                     std::int64_t most) {
+  std::int64_t best = 1;
+  double best_cost = 0;
+  for (std::int64_t s = 1; s <= most; ++s) {
+    const double waves = std::ceil(double(query_blocks * s) / double(resident));
+    const double cost = waves * (std::ceil(double(trains) / double(s)) + knn_tuning::wgmma_block_overhead_rows);
+    if (s == 1 || cost < best_cost) best = s, best_cost = cost;
+    if (waves > 16) break;
+  }
+  return best;
+}
+
 /// A search gets its share of the wanted blocks by its work; when its query blocks are fewer, the
 /// training set is cut into slices of at least min_slice_rows rows. A lone tensor-core search picks its
-/// slices to fill whole waves.
+/// slices to fill whole waves (the wgmma kernel: by slices_for_wgmma).
 inline knn_pair_plan plan_knn_pair(const knn_config& c, const knn_pair& p) {
   knn_pair_plan plan{};
   const std::int64_t qb = (p.queries + c.block_queries - 1) / c.block_queries;
   plan.query_blocks = static_cast<int>(qb < 1 ? 1 : qb);
-  std::int64_t most = p.trains / knn_tuning::min_slice_rows;
+  std::int64_t most = p.trains / (c.wgmma ? knn_tuning::wgmma_train_tile : knn_tuning::min_slice_rows);
   if (most > 65535) most = 65535;
   std::int64_t slices;
-  if (c.resident > 0) {
+  if (c.resident > 0 && c.wgmma) {
+    slices = slices_for_wgmma(plan.query_blocks, c.resident, p.trains, most < 1 ? 1 : most);
+  } else if (c.resident > 0) {
     slices = slices_for_whole_waves(plan.query_blocks, c.resident, most < 1 ? 1 : most);
   } else {
     const double share = c.total_work > 0 ? double(p.queries) * double(p.trains) / c.total_work : 1.0;

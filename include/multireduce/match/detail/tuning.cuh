@@ -34,31 +34,48 @@ namespace multireduce::cuda::detail {
 ///    10,000^2 at 512 bits 0.81 -> 0.90 T/s (H200, 2026-11-21, bench match).
 ///  - finish_threads = 256: not tuned: the finish kernel merges the slices' lists, a thread per
 ///    query, and reads slices x queries x k keys once.
-/// The warpgroup (wgmma, sm_90a) kernel, measured on the H200 (nvidia-h200 kind), 2026-11-26, a
-/// probe of knn_hamming at 65,536^2 and 10,000^2, k = 2, random descriptors, median of 10, against
-/// the mma.sync kernel in the same process (3.32 / 2.44 T/s at 256 / 512 bits, 65,536^2; 0.95 /
-/// 0.86 at 10,000^2); the runs, and what was tried and not kept, in docs/tuning-log.md:
+/// The warpgroup (wgmma, sm_90a) kernel, measured on the H200 (nvidia-h200 kind): first 2026-11-26,
+/// a probe of knn_hamming at 65,536^2 and 10,000^2, k = 2, random descriptors, median of 10,
+/// against the mma.sync kernel in the same process (3.32 / 2.44 T/s at 256 / 512 bits, 65,536^2;
+/// 0.95 / 0.86 at 10,000^2); then 2026-11-27, the same probe (the epilogue's changes, the
+/// pipeline, the slices), and `bash scripts/device_match.sh OUT tests bench match-all` (the standing
+/// figures: 4.764 / 4.092 T/s at 65,536^2, 1.829 / 1.663 at 10,000^2, 2026-11-27T09:35Z, record
+/// docs/results/h200/match.json). The runs, and what was tried and not kept, in docs/tuning-log.md:
 ///  - wgmma_block_threads = 512 (4 warpgroups of 64 queries), wgmma_train_tile = 256 rows (two
 ///    m64n128k256 wgmmas per 256-bit chunk), wgmma_block_queries = 256, wgmma_blocks_per_sm = 1:
 ///    each training row is copied and popcounted once per 256 queries. With the epilogue removed
 ///    the kernel ran 4.1 / 2.3 T/s with 64 queries a block, 7.8 / 4.4 with 128 and 14.9 / 8.4 with
 ///    256 (the raw wgmma rate: 30.3 / 15.2); with it, 4.19 / 3.56 T/s at 65,536^2 (128 queries a
-///    block: 3.53 / 2.92), but 0.80 / 0.75 at 10,000^2 (128 a block: 0.94 / 0.87).
-///  - wgmma_min_lists = 32,768: `automatic` takes the wgmma kernel for searches of at least this
-///    many (query, slice) lists and mma.sync below: at 10,000 queries the 256-query blocks lose
-///    to mma.sync (0.80 against 0.95 T/s), at 65,536 they win (4.19 against 3.32).
-///  - wgmma_stages: the ring of tiles in shared memory, 4 up to 512 bits, 3 above (at least 3:
-///    copies go to the buffer of the tile two back); 6 or 8 stages measured the same (3.49 / 3.55
-///    against 3.53 T/s at 256 bits with 128-query blocks).
-///  - Registers: 128 a thread (512 threads, one block an SM); k > 2 spills up to 276 bytes.
+///    block: 3.53 / 2.92) (2026-11-26). Two m64n64 wgmmas into two accumulator sets in turn (the
+///    next 64 rows' wgmmas in flight during a search): 4.20 / 3.62 against 4.71 / 4.06, not kept
+///    (2026-11-27).
+///  - `automatic` takes the wgmma kernel wherever it is usable: with the 2026-11-27 epilogue it is
+///    the faster at every size measured, 1000^2 (0.043 against 0.019 T/s), 3000^2 (0.356 / 0.205),
+///    10,000^2 (1.562 / 0.952) and 65,536^2 (4.76 / 3.34), 256-bit; 512-bit alike (probe,
+///    2026-11-27). (Before, at 10,000^2 its 256-query blocks lost: 0.80 against 0.95 T/s.)
+///  - wgmma_stages, wgmma_arrive_ahead, wgmma_copy_ahead: the ring of tiles in shared memory (7
+///    up to 768 bits, 5 at 1024), a tile's copies issued 4 tiles (2 at 1024 bits) before its
+///    search and each thread's part marked in 2 tiles (1) before it, so that a warp waits for the
+///    others only when they are 2 tiles behind: with the group-of-four slow path, 4.67 / 3.95 ->
+///    4.71 / 4.07 T/s at 65,536^2 (2026-11-27, probe). Before, 6 or 8 stages of the old ring
+///    measured the same as 4 (3.49 / 3.55 against 3.53 T/s at 256 bits, 128-query blocks).
+///  - wgmma_block_overhead_rows = 512: a lone search takes the slices that minimise waves x (rows
+///    of a slice + 512) (slices_for_wgmma; at least a tile's 256 rows each): 10,000^2 picks 3
+///    slices, measured the best of 1..20 (1.743 T/s at 256 bits; 6 slices 1.486, 13 slices, the
+///    whole-wave rule's choice, 1.269; 512-bit alike) (2026-11-27, probe sweeping the slices).
+///  - Registers: at most 128 a thread (512 threads, one block an SM): k <= 2 fits without spills;
+///    k > 2 spills up to 176 bytes.
 struct knn_tuning {
   static constexpr int popcount_block_threads = 256, tensor_block_threads = 128, tensor_train_tile = 128;
   static constexpr int wgmma_block_threads = 512, wgmma_train_tile = 256, wgmma_block_queries = 256;
   static constexpr int wgmma_blocks_per_sm = 1;
-  static constexpr std::int64_t wgmma_min_lists = 32768;
-  /// Shared-memory buffers of the wgmma kernel's ring (at least 3: two tiles in the tensor cores'
-  /// hands, the copies of the next going to a third).
-  __host__ __device__ static constexpr int wgmma_stages(int chunks) { return chunks <= 2 ? 4 : 3; }
+  static constexpr double wgmma_block_overhead_rows = 512;
+  /// Shared-memory buffers of the wgmma kernel's ring (at least ahead + copy_ahead + 1).
+  __host__ __device__ static constexpr int wgmma_stages(int chunks) { return chunks <= 3 ? 7 : 5; }
+  /// Tiles ahead of its search that a thread marks its part of a tile in, and tiles between a
+  /// copy and that mark.
+  __host__ __device__ static constexpr int wgmma_arrive_ahead(int chunks) { return chunks <= 3 ? 2 : 1; }
+  __host__ __device__ static constexpr int wgmma_copy_ahead(int chunks) { return chunks <= 3 ? 2 : 1; }
   static constexpr int popcount_blocks_per_sm = 32, tensor_blocks_per_sm = 8, finish_threads = 256;
   static constexpr std::int64_t min_slice_rows = 512;
   static constexpr double whole_wave_fill = 0.95;
@@ -78,8 +95,9 @@ struct knn_tuning {
 ///  - accept_threads = 256: the accept kernel's block; not tuned (it reads each list once).
 ///  - free_memory_share = 0.8: the budget when none is given, of the free GPU memory; not tuned.
 ///  - wgmma_min_bits = 512: `automatic` takes the wgmma kernel for descriptors of at least this
-///    width, mma.sync below: 1000 x 8192, all pairs, 256-bit: wgmma 12.69 s, mma.sync 10.18 s;
-///    512-bit: 13.94 s against 14.87 (H200, 2026-11-26, bench match-all --kernel wgmma|mma_sync).
+///    width, mma.sync below: 1000 x 8192, all pairs, 256-bit: wgmma 10.67 s, mma.sync 10.22 s;
+///    512-bit: 11.79 s against 14.97 (H200, 2026-11-27T09:37Z, bash scripts/device_match.sh OUT
+///    match-all; with the 2026-11-26 kernel 12.69 / 10.18 s and 13.94 / 14.87 s).
 struct collection_tuning {
   static constexpr std::int64_t round_rows = std::int64_t(1) << 22;
   static constexpr int round_pairs = 8192, accept_threads = 256;

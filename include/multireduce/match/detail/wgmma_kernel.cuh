@@ -5,9 +5,9 @@
 // pairs per instruction: the distances less the query's popcount, biased to be non-negative, fit
 // 16 bits, so a pair of columns is one packed word, one byte-permute and one multiply-add make it,
 // and a three-way 16-bit min (VIMNMX3.U16x2) folds two words into the row's minimum over the tile.
-// Only a row whose minimum beats its current k-th best (rare once the lists fill) marks its columns
-// below it in a bit mask and inserts those exactly, so the lists are the mma.sync kernel's, bit for
-// bit.
+// Only a row whose minimum beats the k-th best of its row (rare once the lists fill; the four lanes
+// that share a row merge their lists' bests for it) marks its columns below it in a bit mask and
+// inserts those exactly, so the lists are the mma.sync kernel's, bit for bit.
 //
 // The kernel exists only in code built for sm_90a (CMAKE_CUDA_ARCHITECTURES 90a-real): elsewhere
 // its body is empty and has no shared memory, which is how the host tells (wgmma_kernel_built).
@@ -87,19 +87,39 @@ __device__ __forceinline__ std::uint32_t halves_below(std::uint32_t x, std::uint
 
 #if defined(MULTIREDUCE_MATCH_WGMMA_BODY)
 
+/// The distance of a list entry, no_limit for an empty one.
+__device__ __forceinline__ std::int32_t key_distance(std::uint64_t key) {
+  return key == empty_key ? no_limit : static_cast<std::int32_t>(key >> 32);
+}
+
+/// The two smallest of two sorted pairs (a0 <= a1, b0 <= b1), into a0 <= a1.
+__device__ __forceinline__ void merge_two_smallest(std::int32_t& a0, std::int32_t& a1, std::int32_t b0, std::int32_t b1) {
+  const std::int32_t low = min(a0, b0);
+  a1 = min(max(a0, b0), min(a1, b1));
+  a0 = low;
+}
+
 /// What a warpgroup thread of the wgmma kernel keeps for its two query rows (g and g + 8 of its
-/// warp's 16): the top-k lists, the popcounts and each row's limit on the biased values.
+/// warp's 16): the top-k lists, the popcounts and each row's limit on the biased values. The four
+/// lanes of a group hold the same rows (each a quarter of the columns) and share one limit a row.
 template <int Kcap>
 struct wgmma_rows {
   key_list<Kcap> best[2];
   std::int32_t query_popc[2];
   std::uint32_t limit[2];  // a pair enters row h's list when its biased value is below limit[h]
 
+  /// The biased form of a distance bound (no_limit: wgmma_open).
+  __device__ __forceinline__ std::uint32_t biased(int h, std::int32_t distance) const {
+    return distance == no_limit ? wgmma_open : std::uint32_t(distance - query_popc[h] + std::int32_t(wgmma_bias));
+  }
+
   /// The epilogue of one tile (columns t0 + 8j + 2t and + 1 of accumulators d, the biased row
-  /// popcounts of the tile's column pairs in pb): two pairs per word, a packed min per row, and
-  /// the exact insertion only for the rows, then the words, holding a pair below the limit.
+  /// popcounts of the tile's column pairs in pb): two pairs per word and a packed minimum per row;
+  /// only when a lane of the warp holds a row whose minimum beats its limit (rare once the lists
+  /// are full) does the warp take the exact insertions, and then the new limits.
+  /// `spill`: this thread's 16 words of shared memory, 4 x 16 bytes `stride` uint4 apart.
   __device__ __forceinline__ void search_tile(const std::uint32_t (&d)[64], const std::uint32_t (&pb)[16],
-                                              std::int32_t column0) {
+                                              std::int32_t column0, uint4* spill, int stride) {
     // e = popc(b) + bias - 2 popc(a AND b) for columns 8j + 2t (low half) and 8j + 2t + 1 (high
     // half); no half borrows from the other (each stays in [0, 2 bias], or is the padding).
     std::uint32_t e[2][16];
@@ -108,6 +128,27 @@ struct wgmma_rows {
       e[0][j] = pb[j] - 2u * __byte_perm(d[4 * j], d[4 * j + 1], 0x5410);
       e[1][j] = pb[j] - 2u * __byte_perm(d[4 * j + 2], d[4 * j + 3], 0x5410);
     }
+    // A list that is not full yet (the slice's first tile) would take every column: with k <= 2
+    // the limit becomes one more than the row's second smallest value in this tile, so that only
+    // the two smallest (and their ties) are inserted; a column above it is farther than both.
+    if constexpr (Kcap == 2) {
+      if (__any_sync(0xffffffffu, limit[0] == wgmma_open || limit[1] == wgmma_open)) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          std::uint32_t m1 = e[h][0], m2 = 0xffffffffu;  // per half: the smallest and the second
+#pragma unroll
+          for (int j = 1; j < 16; ++j) {
+            m2 = __vminu2(m2, __vmaxu2(m1, e[h][j]));
+            m1 = __vminu2(m1, e[h][j]);
+          }
+          std::int32_t s1 = min(m1 & 0xffffu, m1 >> 16), s2 = min(max(m1 & 0xffffu, m1 >> 16), min(m2 & 0xffffu, m2 >> 16));
+          merge_two_smallest(s1, s2, __shfl_xor_sync(0xffffffffu, s1, 1), __shfl_xor_sync(0xffffffffu, s2, 1));
+          merge_two_smallest(s1, s2, __shfl_xor_sync(0xffffffffu, s1, 2), __shfl_xor_sync(0xffffffffu, s2, 2));
+          limit[h] = min(limit[h], min(std::uint32_t(s2) + 1u, wgmma_open));
+        }
+      }
+    }
+    bool hit[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       // The row's 16-bit minimum over its 32 columns: two chains of three-way mins.
@@ -115,34 +156,57 @@ struct wgmma_rows {
       low = __vimin3_u16x2(low, e[h][6], e[h][7]), high = __vimin3_u16x2(high, e[h][8], e[h][9]);
       low = __vimin3_u16x2(low, e[h][10], e[h][11]), high = __vimin3_u16x2(high, e[h][12], e[h][13]);
       low = __vimin3_u16x2(low, e[h][14], e[h][15]);
-      if (halves_below(__vminu2(low, high), limit[h] * 0x10001u) == 0) continue;
-      // The rare row with a column below its limit: a bit per column below it (column 8j + 2t +
-      // half is bit 2j + half, so ascending bits are ascending columns), the words kept in a
-      // local array, and one insertion loop over the bits (a single copy of the insertion: the
-      // unrolled, predicated copies cost more than the rest of the search).
-      std::uint32_t words[16], below = 0;
-#pragma unroll
-      for (int j = 0; j < 16; ++j) {
-        words[j] = e[h][j];
-        const std::uint32_t bits = halves_below(e[h][j], limit[h] * 0x10001u);
-        below |= ((bits >> 15) & 1u) << (2 * j) | (bits >> 31) << (2 * j + 1);
-      }
-      while (below != 0) {
-        const int i = __ffs(below) - 1;
-        below &= below - 1;
-        const std::uint32_t v = (words[i >> 1] >> (16 * (i & 1))) & 0xffffu;
-        if (v >= limit[h]) continue;  // the limit fell since the bit was set
-        best[h].insert(match_key(std::int32_t(v) - std::int32_t(wgmma_bias) + query_popc[h], column0 + 8 * (i >> 1) + (i & 1)));
-        if (const std::int32_t k_th = best[h].threshold(); k_th != no_limit) {
-          const std::uint32_t bound = std::uint32_t(k_th - query_popc[h] + std::int32_t(wgmma_bias));
-          limit[h] = bound < limit[h] ? bound : limit[h];
-        }
-      }
+      hit[h] = halves_below(__vminu2(low, high), limit[h] * 0x10001u) != 0;
     }
-    // The four lanes of a group hold the same rows and later columns are higher than every column
-    // seen, so a pair must beat the smallest of the four k-th bests (as in the mma.sync kernel).
+    if (!__any_sync(0xffffffffu, hit[0] || hit[1])) return;
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      if (hit[h]) insert_below(e[h], h, column0, spill, stride);
+    share_limits();
+  }
+
+  /// Inserts row h's columns below its limit. A bit per column below it, for the groups of four
+  /// words whose minimum is (word j's halves go to bits 2j and 2j + 16 for j < 8, 2(j - 8) + 1
+  /// and 2(j - 8) + 17 above: one shift and one OR a word), the words parked in shared memory, and
+  /// one insertion loop over the bits (a single copy of the insertion, and no local memory). The
+  /// keys are whole (distance, index), so the order of the insertions does not matter.
+  __device__ __forceinline__ void insert_below(const std::uint32_t (&e)[16], int h, std::int32_t column0, uint4* spill,
+                                               int stride) {
+    const std::uint32_t limits = limit[h] * 0x10001u;
+    std::uint32_t below = 0;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {  // groups of four words, most without a column below
+      if (halves_below(__vimin3_u16x2(e[4 * q], e[4 * q + 1], __vminu2(e[4 * q + 2], e[4 * q + 3])), limits) == 0)
+        continue;
+#pragma unroll
+      for (int j = 4 * q; j < 4 * q + 4; ++j)
+        below |= halves_below(e[j], limits) >> (j < 8 ? 15 - 2 * j : 14 - 2 * (j - 8));
+    }
+#pragma unroll
+    for (int q = 0; q < 4; ++q) spill[q * stride] = make_uint4(e[4 * q], e[4 * q + 1], e[4 * q + 2], e[4 * q + 3]);
+    while (below != 0) {
+      const int bit = __ffs(below) - 1;
+      below &= below - 1;
+      const int half = bit >> 4, r = bit & 15, j = (r >> 1) | ((r & 1) << 3);
+      const std::uint32_t word = reinterpret_cast<const std::uint32_t*>(spill + (j >> 2) * stride)[j & 3];
+      const std::uint32_t v = (word >> (16 * half)) & 0xffffu;
+      best[h].insert(match_key(std::int32_t(v) - std::int32_t(wgmma_bias) + query_popc[h], column0 + 8 * j + half));
+    }
+    limit[h] = min(limit[h], biased(h, best[h].threshold()));
+  }
+
+  /// After insertions: each row's limit from the four lanes' lists. Later columns are higher than
+  /// every column seen, so a pair must beat the k-th best of the four lists together (k <= 2:
+  /// merged exactly from the lanes' two best; else the smallest of the four k-th bests).
+  __device__ __forceinline__ void share_limits() {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
+      if constexpr (Kcap == 2) {
+        std::int32_t a0 = key_distance(best[h].key[0]), a1 = key_distance(best[h].key[1]);
+        merge_two_smallest(a0, a1, __shfl_xor_sync(0xffffffffu, a0, 1), __shfl_xor_sync(0xffffffffu, a1, 1));
+        merge_two_smallest(a0, a1, __shfl_xor_sync(0xffffffffu, a0, 2), __shfl_xor_sync(0xffffffffu, a1, 2));
+        limit[h] = min(limit[h], biased(h, a1));
+      }
       std::uint32_t bound = limit[h];
       bound = min(bound, __shfl_xor_sync(0xffffffffu, bound, 1));
       limit[h] = min(bound, __shfl_xor_sync(0xffffffffu, bound, 2));
@@ -175,6 +239,7 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
   constexpr int parts = tile / 128;  // wgmmas (and searches) of 128 rows a tile
   extern __shared__ __align__(128) std::uint8_t rows[];  // stages x C x chunk_bytes
   __shared__ __align__(16) std::uint32_t packed_popc[stages][tile / 2];  // 64 words per 128 rows
+  __shared__ uint4 spill[4][threads];  // the epilogue's parked words, thread-minor (no bank conflicts)
   const knn_block at = locate_block<true>(launch);  // always a 1-D grid over the launch's table
   const knn_problem& p = launch.problem[at.problem];
   const std::uint32_t* query = p.query;
@@ -236,11 +301,13 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
     while (!::cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
     }
   };
-  // This thread's part of tile j: its copies have landed, its row's popcount is packed beside the
-  // tile (a pair of rows by the first of its four lanes), and the copies are made visible to
-  // wgmma's async proxy.
-  auto arrive_row = [&](std::int64_t t0, int buf) {
-    wait_copies<stages - 3>();
+  // This thread's part of tile i, once its copies have landed (the caller waits): its row's
+  // popcount is packed beside the tile (a pair of rows by the first of its four lanes), and the
+  // copies are made visible to wgmma's async proxy.
+  auto arrive_row = [&](std::int64_t i) {
+    const std::int64_t t0 = begin + i * tile;
+    if (t0 >= end) return;
+    const int buf = static_cast<int>(i % stages);
     int ones = 0;
 #pragma unroll
     for (int c = 0; c < C; ++c) {
@@ -281,17 +348,27 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
       const uint4 v = *reinterpret_cast<const uint4*>(&packed_popc[buf][part * 64 + t * 16 + 4 * q]);
       pb[4 * q] = v.x, pb[4 * q + 1] = v.y, pb[4 * q + 2] = v.z, pb[4 * q + 3] = v.w;
     }
-    mine.search_tile(d, pb, static_cast<std::int32_t>(t0 + part * 128 + 2 * t) + p.first_train_index);
+    mine.search_tile(d, pb, static_cast<std::int32_t>(t0 + part * 128 + 2 * t) + p.first_train_index,
+                     &spill[0][threadIdx.x], threads);
   };
-  for (int j = 0; j < stages - 2; ++j) copy_tile(j);
-  // A tile at a time: its wgmma, then the search of its distances; the other blocks on the SM
-  // (wgmma_blocks_per_sm) keep the tensor cores busy meanwhile.
+  // The pipeline: tile j + ahead + copy_ahead is copied while tile j is searched, and each thread
+  // marks its part of tile j + ahead in, so that a warp waits for the others only when they are
+  // `ahead` tiles behind (and a buffer is refilled `stages - ahead - copy_ahead` tiles after its
+  // search).
+  constexpr int ahead = knn_tuning::wgmma_arrive_ahead(C), copy_ahead = knn_tuning::wgmma_copy_ahead(C);
+  static_assert(stages >= ahead + copy_ahead + 1, "a buffer is refilled only after its tile's search");
+  for (int i = 0; i < ahead + copy_ahead; ++i) copy_tile(i);
+  wait_copies<copy_ahead>();
+  for (int i = 0; i < ahead; ++i) arrive_row(i);
+  // A tile at a time: its wgmma, then the search of its distances; the other warpgroups keep the
+  // tensor cores busy meanwhile.
   std::uint32_t d[64];
   std::int64_t j = 0;
   for (std::int64_t t0 = begin; t0 < end; t0 += tile, ++j) {
     const int buf = static_cast<int>(j % stages);
-    arrive_row(t0, buf);
-    copy_tile(j + stages - 2);
+    wait_copies<copy_ahead - 1>();
+    arrive_row(j + ahead);
+    copy_tile(j + ahead + copy_ahead);
     wait_phase(&full[buf], static_cast<std::uint32_t>((j / stages) & 1));
 #pragma unroll
     for (int part = 0; part < parts; ++part) {
