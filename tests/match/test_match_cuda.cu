@@ -261,7 +261,7 @@ TEST(CudaMatch, AdversarialDataAgainstBitwiseBruteForce) {
   mc::workspace ws;
   int case_number = 0;
   for (int bytes : {32, 48, 64, 128}) {
-    // Around the 128-row tiles of mma.sync and the 256-row tiles (and the ring of 7) of wgmma.
+    // Around the 128-row tiles of mma.sync and the 256-row tiles of wgmma.
     for (int trains : {0, 1, 127, 128, 129, 255, 256, 257, 511, 513, 1791, 1793}) {
       for (int kind = 0; kind < 4; ++kind) {
         const int queries = kind == 3 ? 300 : 131;
@@ -302,8 +302,8 @@ TEST(CudaMatch, AdversarialDataAgainstBitwiseBruteForce) {
   }
 }
 
-// Long training sets, where the lists are full and a pair must beat the k-th best of its row: the
-// steady state of every kernel (dense random rows: many ties at the k-th distance).
+// Long training sets, where the lists are full and a pair must beat the k-th best of its row
+// (dense random rows: many ties at the k-th distance).
 TEST(CudaMatch, LongTrainingSetsAgainstBitwiseBruteForce) {
   MR_REQUIRE_GPU();
   const std::uint64_t seed = seed_for("match long training sets");
@@ -315,6 +315,27 @@ TEST(CudaMatch, LongTrainingSetsAgainstBitwiseBruteForce) {
       const auto t = random_descriptors(12007, bytes, s + 1, false);
       std::vector<std::int32_t> want_idx, want_dist;
       reference_knn(q, t, bytes, k, want_idx, want_dist);
+      SCOPED_TRACE(::testing::Message() << "bytes=" << bytes << " k=" << k << " case seed " << s);
+      expect_both_paths_give(ws, q, t, bytes, k, want_idx, want_dist);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
+// Slices long enough for every kernel to go round its ring of tiles (the wgmma kernel's 7, or 5 at
+// 1024 bits, of 256 rows: 17,000 queries leave one slice the cheapest plan on a 132-SM GPU), its
+// buffers refilled and its barriers in their later phases. The reference counts 64-bit popcounts.
+TEST(CudaMatch, LongSlicesGoRoundTheTileRing) {
+  MR_REQUIRE_GPU();
+  const std::uint64_t seed = seed_for("match long slices");
+  mc::workspace ws;
+  for (int bytes : {32, 128}) {
+    for (int k : {2, 5}) {
+      const std::uint64_t s = seed + std::uint64_t(bytes * 10 + k);
+      const auto q = random_descriptors(17000, bytes, s, k == 5);
+      const auto t = random_descriptors(2100, bytes, s + 1, k == 5);
+      std::vector<std::int32_t> want_idx, want_dist;
+      popcount_reference_knn(q, t, bytes, k, want_idx, want_dist);
       SCOPED_TRACE(::testing::Message() << "bytes=" << bytes << " k=" << k << " case seed " << s);
       expect_both_paths_give(ws, q, t, bytes, k, want_idx, want_dist);
       if (::testing::Test::HasFatalFailure()) return;

@@ -28,9 +28,8 @@ struct match_rule {
 };
 
 /// Which kernel the GPU matcher runs. automatic: wgmma where the code was built for sm_90a and
-/// runs on an sm_90 GPU (H100, H200; the collection matcher from 512-bit descriptors), else
-/// tensor_core on sm_80 and newer, else popcount (the figures behind the choice: docs/match.md,
-/// match/detail/tuning.cuh).
+/// runs on an sm_90 GPU (H100, H200), else tensor_core on sm_80 and newer, else popcount (the
+/// figures behind the choice: docs/match.md, match/detail/tuning.cuh).
 ///  - wgmma: warpgroup binary MMA (wgmma.mma_async, sm_90a only) with a packed 16-bit epilogue;
 ///  - tensor_core: warp binary MMA (mma.sync m16n8k256, sm_80 and newer);
 ///  - popcount: CUDA cores only, any GPU.

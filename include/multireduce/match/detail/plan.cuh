@@ -87,9 +87,7 @@ inline bool wgmma_usable(int major, int minor) {
 /// The kernel and tile shape for descriptors of `bytes`, k neighbours and `lists` (query, slice)
 /// lists to fill: the warpgroup kernel where usable, else mma.sync on sm_80+ (or as `path` says),
 /// the list length, the 256-bit units and the 16-query tiles per warp.
-/// `wgmma_when_automatic` false: `automatic` keeps to mma.sync (the collection matcher at 256 bits).
-inline cudaError_t choose_knn_kernel(int bytes, int k, match_path path, std::int64_t lists, knn_config& c,
-                                     bool wgmma_when_automatic = true) {
+inline cudaError_t choose_knn_kernel(int bytes, int k, match_path path, std::int64_t lists, knn_config& c) {
   int device = 0, major = 0, minor = 0;
   if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
   if (const cudaError_t e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device); e != cudaSuccess)
@@ -100,10 +98,9 @@ inline cudaError_t choose_knn_kernel(int bytes, int k, match_path path, std::int
   const bool usable = (path == match_path::wgmma || path == match_path::automatic) && wgmma_usable(major, minor);
   if (path == match_path::wgmma && !usable) return cudaErrorNotSupported;
   // automatic: the warpgroup kernel wherever it is usable (it is the faster from 1000 x 1000 to
-  // 65,536 x 65,536: knn_tuning has the figures).
-  const bool wgmma = usable && (path == match_path::wgmma || wgmma_when_automatic);
-  c.wgmma = wgmma;
-  c.tensor = wgmma || path == match_path::tensor_core || (path == match_path::automatic && major >= 8);
+  // 65,536 x 65,536, and for collections: knn_tuning and collection_tuning have the figures).
+  c.wgmma = usable;
+  c.tensor = c.wgmma || path == match_path::tensor_core || (path == match_path::automatic && major >= 8);
   c.kcap = k <= 2 ? 2 : 8;
   c.units = (bytes / 4 + 7) / 8;  // every kernel: 8 words = 256 bits per unit
   c.m_tiles = knn_tuning::tensor_m_tiles(c.kcap, c.units, lists);
@@ -159,16 +156,18 @@ inline std::int64_t slices_for_whole_waves(std::int64_t query_blocks, std::int64
   return best;
 }
 
-/// The slices (at most `most`) of a lone wgmma search: the fewest waves of the longest slices, by a
-/// block's time taken as its rows plus a fixed cost of knn_tuning::wgmma_block_overhead_rows (its
-/// pipeline's start, its lists' first fill, its lists' store), times the waves of blocks.
+/// The slices (at most `most`) of a lone wgmma search: those that minimise the waves of blocks times
+/// a block's time, taken as its rows (in whole wgmmas of 128) plus a fixed cost of
+/// knn_tuning::wgmma_block_overhead_rows (its pipeline's start, its lists' first fill, their
+/// store); of equal costs, the fewest slices.
 inline std::int64_t slices_for_wgmma(std::int64_t query_blocks, std::int64_t resident, std::int64_t trains,
                                      std::int64_t most) {
   std::int64_t best = 1;
   double best_cost = 0;
   for (std::int64_t s = 1; s <= most; ++s) {
     const double waves = std::ceil(double(query_blocks * s) / double(resident));
-    const double cost = waves * (std::ceil(double(trains) / double(s)) + knn_tuning::wgmma_block_overhead_rows);
+    const double rows = std::ceil(double(trains) / double(s) / 128) * 128;
+    const double cost = waves * (rows + knn_tuning::wgmma_block_overhead_rows);
     if (s == 1 || cost < best_cost) best = s, best_cost = cost;
     if (waves > 16) break;
   }
@@ -177,15 +176,17 @@ inline std::int64_t slices_for_wgmma(std::int64_t query_blocks, std::int64_t res
 
 /// A search gets its share of the wanted blocks by its work; when its query blocks are fewer, the
 /// training set is cut into slices of at least min_slice_rows rows. A lone tensor-core search picks its
-/// slices to fill whole waves (the wgmma kernel: by slices_for_wgmma).
+/// slices to fill whole waves; a lone wgmma search by slices_for_wgmma, slices of at least one
+/// 256-row tile.
 inline knn_pair_plan plan_knn_pair(const knn_config& c, const knn_pair& p) {
   knn_pair_plan plan{};
   const std::int64_t qb = (p.queries + c.block_queries - 1) / c.block_queries;
   plan.query_blocks = static_cast<int>(qb < 1 ? 1 : qb);
-  std::int64_t most = p.trains / (c.wgmma ? knn_tuning::wgmma_train_tile : knn_tuning::min_slice_rows);
+  const bool lone_wgmma = c.resident > 0 && c.wgmma;
+  std::int64_t most = p.trains / (lone_wgmma ? knn_tuning::wgmma_train_tile : knn_tuning::min_slice_rows);
   if (most > 65535) most = 65535;
   std::int64_t slices;
-  if (c.resident > 0 && c.wgmma) {
+  if (lone_wgmma) {
     slices = slices_for_wgmma(plan.query_blocks, c.resident, p.trains, most < 1 ? 1 : most);
   } else if (c.resident > 0) {
     slices = slices_for_whole_waves(plan.query_blocks, c.resident, most < 1 ? 1 : most);

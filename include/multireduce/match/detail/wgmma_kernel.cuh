@@ -165,23 +165,17 @@ struct wgmma_rows {
     share_limits();
   }
 
-  /// Inserts row h's columns below its limit. A bit per column below it, for the groups of four
-  /// words whose minimum is (word j's halves go to bits 2j and 2j + 16 for j < 8, 2(j - 8) + 1
-  /// and 2(j - 8) + 17 above: one shift and one OR a word), the words parked in shared memory, and
-  /// one insertion loop over the bits (a single copy of the insertion, and no local memory). The
-  /// keys are whole (distance, index), so the order of the insertions does not matter.
+  /// Inserts row h's columns below its limit. A bit per column below it (word j's halves go to
+  /// bits 2j and 2j + 16 for j < 8, 2(j - 8) + 1 and 2(j - 8) + 17 above: one shift and one OR a
+  /// word), the words parked in shared memory, and one insertion loop over the bits (a single copy
+  /// of the insertion, and no local memory). The keys are whole (distance, index), so the order of
+  /// the insertions does not matter.
   __device__ __forceinline__ void insert_below(const std::uint32_t (&e)[16], int h, std::int32_t column0, uint4* spill,
                                                int stride) {
     const std::uint32_t limits = limit[h] * 0x10001u;
     std::uint32_t below = 0;
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {  // groups of four words, most without a column below
-      if (halves_below(__vimin3_u16x2(e[4 * q], e[4 * q + 1], __vminu2(e[4 * q + 2], e[4 * q + 3])), limits) == 0)
-        continue;
-#pragma unroll
-      for (int j = 4 * q; j < 4 * q + 4; ++j)
-        below |= halves_below(e[j], limits) >> (j < 8 ? 15 - 2 * j : 14 - 2 * (j - 8));
-    }
+    for (int j = 0; j < 16; ++j) below |= halves_below(e[j], limits) >> (j < 8 ? 15 - 2 * j : 14 - 2 * (j - 8));
 #pragma unroll
     for (int q = 0; q < 4; ++q) spill[q * stride] = make_uint4(e[4 * q], e[4 * q + 1], e[4 * q + 2], e[4 * q + 3]);
     while (below != 0) {
@@ -224,8 +218,8 @@ struct wgmma_rows {
 /// h (16 bytes) at c x 32 x tile + (r / 8) x 256 + h x 128 + (r % 8) x 16. Beside each tile, the
 /// biased popcounts of its rows, packed two columns (2p, 2p + 1) per word and ordered so that lane t
 /// of a group reads its 16 words of each 128 rows with four 16-byte loads.
-/// cp.async copies tile j + stages - 2 while tile j is searched; mbarriers, not block barriers,
-/// say when a tile is in and when its buffer is free.
+/// cp.async copies tile j + ahead + copy_ahead while tile j is searched (knn_tuning); mbarriers,
+/// not block barriers, say when a tile is in and when its buffer is free.
 /// Accumulator layout (lane: g = lane / 4, t = lane % 4): d[4j], d[4j+1] = row g, columns 8j + 2t
 /// and + 1; d[4j+2], d[4j+3] = row g + 8, the same columns.
 template <int C, int Kcap>
@@ -285,8 +279,9 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
   };
   // The ring: tile j in buffer j % stages, use j / stages of that buffer. Two mbarriers a buffer,
   // so that the warps never wait for each other at a block-wide barrier: `full` completes when
-  // all 128 threads have their row of the tile in (and its popcount packed beside it), `empty`
-  // when the 4 warps have searched the tile, so that its buffer can take tile j + stages.
+  // all the block's threads have their half row of the tile in (and its popcount packed beside
+  // it), `empty` when all its warps have searched the tile, so that its buffer can take tile j +
+  // stages.
   __shared__ __align__(8) std::uint64_t full[stages], empty[stages];
   if (threadIdx.x == 0) {
 #pragma unroll
