@@ -1,10 +1,12 @@
-// tests/match_reference.hpp -- an independent k-NN reference for the matcher tests: every
-// distance computed bit by bit, all pairs sorted by (distance, index). Also random descriptors
+// tests/common/match_reference.hpp -- independent k-NN references for the matcher tests: every
+// distance computed bit by bit, all pairs sorted by (distance, index), and for larger problems the
+// same by 64-bit popcounts and a partial sort. Also random descriptors
 // with many ties, and the OpenCV fixtures' location.
 #pragma once
 
 #include <algorithm>
 #include <bit>
+#include <cassert>
 #include <cstdint>
 #include <random>
 #include <utility>
@@ -40,6 +42,7 @@ inline void reference_knn(const std::vector<std::uint8_t>& query, const std::vec
 /// bytes), the k smallest (distance, index) pairs by a partial sort.
 inline void popcount_reference_knn(const std::vector<std::uint8_t>& query, const std::vector<std::uint8_t>& train,
                                    int bytes, int k, std::vector<std::int32_t>& idx, std::vector<std::int32_t>& dist) {
+  assert(bytes % 8 == 0);
   const std::size_t nq = query.size() / std::size_t(bytes), nt = train.size() / std::size_t(bytes), words = bytes / 8;
   auto word = [](const std::uint8_t* p) {
     std::uint64_t w = 0;

@@ -27,9 +27,10 @@ namespace multireduce::cuda::detail {
 ///    2026-11-21, bench match, before the double buffering); whole-wave slices with 32-query warps
 ///    at 512 bits: 1.88 against 1.91 T/s (H200, 2026-11-21, bench match). The value 8 itself: no
 ///    run with another is recorded.
-///  - min_slice_rows = 512: not tuned: the shortest training slice, when the queries alone cannot
+///  - min_slice_rows = 512 (mma.sync, popcount, batches; a lone wgmma search: slices_for_wgmma,
+///    256-row slices): not tuned: the shortest training slice, when the queries alone cannot
 ///    fill the GPU; no run with another minimum is recorded.
-///  - whole_wave_fill = 0.95: a lone tensor-core search takes the fewest slices whose blocks fill
+///  - whole_wave_fill = 0.95: a lone mma.sync search takes the fewest slices whose blocks fill
 ///    the resident slots in whole waves to 95% (a mostly empty last wave cost up to a fifth):
 ///    10,000^2 at 512 bits 0.81 -> 0.90 T/s (H200, 2026-11-21, bench match).
 ///  - finish_threads = 256: not tuned: the finish kernel merges the slices' lists, a thread per
@@ -48,10 +49,11 @@ namespace multireduce::cuda::detail {
 ///    the kernel ran 4.1 / 2.3 T/s with 64 queries a block, 7.8 / 4.4 with 128 and 14.9 / 8.4 with
 ///    256 (the raw wgmma rate: 30.3 / 15.2); with it, 4.19 / 3.56 T/s at 65,536^2 (128 queries a
 ///    block: 3.53 / 2.92) (2026-11-26). Two m64n64 wgmmas into two accumulator sets in turn (the
-///    next 64 rows' wgmmas in flight during a search): 4.20 / 3.62 against 4.71 / 4.06, not kept
+///    next 64 rows' wgmmas in flight during a search): 4.20 / 3.62 against 4.71 / 4.07, not kept
 ///    (2026-11-27).
-///  - `automatic` takes the wgmma kernel wherever it is usable: with the 2026-11-27 epilogue it is
-///    the faster at every size measured, 1000^2 (0.043 against 0.019 T/s), 3000^2 (0.356 / 0.205),
+///  - `automatic` takes the wgmma kernel wherever it is usable: with the 2026-11-27 epilogue (measured
+///    while the slow path still had the group-of-four mask and the slices' cost counted single
+///    rows: both changes since made it faster) it is the faster at every size measured, 1000^2 (0.043 against 0.019 T/s), 3000^2 (0.356 / 0.205),
 ///    10,000^2 (1.562 / 0.952), 256-bit, 512-bit alike (probe, 2026-11-27), and 65,536^2 (4.90 /
 ///    3.34, the standing run). (Before, at 10,000^2 its 256-query blocks lost: 0.80 against 0.95 T/s.)
 ///  - wgmma_stages, wgmma_arrive_ahead, wgmma_copy_ahead: the ring of tiles in shared memory (7
@@ -63,11 +65,11 @@ namespace multireduce::cuda::detail {
 ///    measured the same as 4 (3.49 / 3.55 against 3.53 T/s at 256 bits, 128-query blocks).
 ///  - wgmma_block_overhead_rows = 512: a lone search takes the slices that minimise waves x (rows
 ///    of a slice in wgmmas of 128 + 512) (slices_for_wgmma; at least a tile's 256 rows each):
-///    10,000^2 picks 3 slices, measured the best of 1..20 (1.743 T/s at 256 bits; 6 slices 1.486,
+///    10,000^2 picks 3 slices, the best of the 11 counts measured from 1 to 20 (1.743 T/s at 256 bits; 6 slices 1.486,
 ///    13 slices, the whole-wave rule's choice, 1.269; 512-bit alike), 3000^2 picks 8, the best
 ///    measured there (0.432 T/s; 5 slices 0.357) (2026-11-27, probe sweeping the slices).
 ///  - Registers: at most 128 a thread (512 threads, one block an SM): k <= 2 fits without spills;
-///    k > 2 spills up to 176 bytes.
+///    k > 2 spills (ptxas -v for sm_90a, CUDA 13.0, 2026-11-27: up to 176 bytes at 1024 bits).
 struct knn_tuning {
   static constexpr int popcount_block_threads = 256, tensor_block_threads = 128, tensor_train_tile = 128;
   static constexpr int wgmma_block_threads = 512, wgmma_train_tile = 256, wgmma_block_queries = 256;
@@ -87,8 +89,8 @@ struct knn_tuning {
   }
 };
 
-/// The GPU collection matcher's rounds (match/collection_cuda.cuh). Its searches take the tensor
-/// kernel's shapes above, with m_tiles chosen on queries x training images (the lists a launch fills).
+/// The GPU collection matcher's rounds (match/collection_cuda.cuh). Its searches take the kernels and
+/// shapes above (mma.sync's m_tiles chosen on queries x training images, the lists a launch fills).
 ///  - round_rows = 2^22: pair-query rows a round searches (the lists, the rules' rows and their
 ///    compaction): 512 pairs of 8192-row images, launches of thousands of blocks while the round
 ///    before is read back; a round's buffers (about 90 bytes a row at k = 2) stay under half a GiB.
