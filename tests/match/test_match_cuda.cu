@@ -302,6 +302,19 @@ TEST(CudaMatch, AdversarialDataAgainstBitwiseBruteForce) {
   }
 }
 
+// Random queries and training rows from case seed s (sparse: few bits set), every path against
+// `reference` (reference_knn or popcount_reference_knn).
+template <class Reference>
+void expect_random_case(mc::workspace& ws, std::int64_t queries, std::int64_t trains, int bytes, int k,
+                        std::uint64_t s, bool sparse, Reference reference) {
+  const auto q = random_descriptors(std::size_t(queries), bytes, s, sparse);
+  const auto t = random_descriptors(std::size_t(trains), bytes, s + 1, sparse);
+  std::vector<std::int32_t> want_idx, want_dist;
+  reference(q, t, bytes, k, want_idx, want_dist);
+  SCOPED_TRACE(::testing::Message() << "bytes=" << bytes << " k=" << k << " case seed " << s);
+  expect_both_paths_give(ws, q, t, bytes, k, want_idx, want_dist);
+}
+
 // Long training sets, where the lists are full and a pair must beat the k-th best of its row
 // (dense random rows: many ties at the k-th distance).
 TEST(CudaMatch, LongTrainingSetsAgainstBitwiseBruteForce) {
@@ -310,27 +323,22 @@ TEST(CudaMatch, LongTrainingSetsAgainstBitwiseBruteForce) {
   mc::workspace ws;
   for (int bytes : {32, 64}) {
     for (int k : {2, 5}) {
-      const std::uint64_t s = seed + std::uint64_t(bytes * 10 + k);
-      const auto q = random_descriptors(500, bytes, s, false);
-      const auto t = random_descriptors(12007, bytes, s + 1, false);
-      std::vector<std::int32_t> want_idx, want_dist;
-      reference_knn(q, t, bytes, k, want_idx, want_dist);
-      SCOPED_TRACE(::testing::Message() << "bytes=" << bytes << " k=" << k << " case seed " << s);
-      expect_both_paths_give(ws, q, t, bytes, k, want_idx, want_dist);
+      expect_random_case(ws, 500, 12007, bytes, k, seed + std::uint64_t(bytes * 10 + k), false,
+                         reference_knn);
       if (::testing::Test::HasFatalFailure()) return;
     }
   }
 }
 
-// Slices long enough for every kernel to go round its ring of tiles (the wgmma kernel's 7, or 5 at
-// 1024 bits, of 256 rows: 33,001 queries are 129 blocks, so that one slice is the cheapest plan on
-// a GPU of at least 129 SMs, which the test checks), its buffers refilled and its barriers in
-// their later phases. The reference counts 64-bit popcounts.
+// Slices long enough for every kernel to go round its ring of tiles twice (the wgmma kernel's 10,
+// or 5 at 1024 bits, of 256 rows: 33,001 queries are 129 blocks, so that one slice is the cheapest
+// plan on a GPU of at least 129 SMs, which the test checks), its buffers refilled and its barriers'
+// phases back to the first. The reference counts 64-bit popcounts.
 TEST(CudaMatch, LongSlicesGoRoundTheTileRing) {
   MR_REQUIRE_GPU();
   const std::uint64_t seed = seed_for("match long slices");
   mc::workspace ws;
-  const std::int64_t queries = 33001, trains = 2100;
+  const std::int64_t queries = 33001, trains = 5400;
   for (int bytes : {32, 128}) {
     for (int k : {2, 5}) {
       int device = 0, major = 0, minor = 0;
@@ -343,15 +351,10 @@ TEST(CudaMatch, LongSlicesGoRoundTheTileRing) {
         ASSERT_EQ(mc::detail::configure_knn(&pair, 1, bytes, k, mc::match_path::wgmma, c), cudaSuccess);
         const int chunks = (bytes / 4 + 7) / 8;
         EXPECT_GT(trains / mc::detail::plan_knn_pair(c, pair).slices,
-                  std::int64_t(mc::detail::knn_tuning::wgmma_stages(chunks)) * mc::detail::knn_tuning::wgmma_train_tile);
+                  2 * std::int64_t(mc::detail::knn_tuning::wgmma_stages(chunks)) * mc::detail::knn_tuning::wgmma_train_tile);
       }
-      const std::uint64_t s = seed + std::uint64_t(bytes * 10 + k);
-      const auto q = random_descriptors(std::size_t(queries), bytes, s, k == 5);
-      const auto t = random_descriptors(std::size_t(trains), bytes, s + 1, k == 5);
-      std::vector<std::int32_t> want_idx, want_dist;
-      popcount_reference_knn(q, t, bytes, k, want_idx, want_dist);
-      SCOPED_TRACE(::testing::Message() << "bytes=" << bytes << " k=" << k << " case seed " << s);
-      expect_both_paths_give(ws, q, t, bytes, k, want_idx, want_dist);
+      expect_random_case(ws, queries, trains, bytes, k, seed + std::uint64_t(bytes * 10 + k), k == 5,
+                         popcount_reference_knn);
       if (::testing::Test::HasFatalFailure()) return;
     }
   }

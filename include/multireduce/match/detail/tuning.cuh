@@ -9,7 +9,7 @@ namespace multireduce::cuda::detail {
 /// The GPU matcher's shapes and plans, chosen on the H200 (sm_90, 132 SMs, CUDA 13.0), random
 /// descriptors, k = 2, 65,536 x 65,536 unless said ("bench match" is `multireduce bench match`;
 /// docs/tuning-log.md, "Matcher", has the runs, docs/match.md the design). Standing: mma.sync
-/// 3.344 / 2.457 T comparisons/s at 256 / 512 bits (H200, 2026-11-27T10:13Z, bench match,
+/// 3.342 / 2.452 T comparisons/s at 256 / 512 bits (H200, 2026-11-27T12:44Z, bench match,
 /// docs/results/h200/match.json).
 ///  - popcount_block_threads = 256: not tuned: 8 warps of 32 queries (groups of 8 lanes, 8 queries
 ///    each); no run with another block size is recorded.
@@ -39,10 +39,11 @@ namespace multireduce::cuda::detail {
 /// a probe of knn_hamming at 65,536^2 and 10,000^2, k = 2, random descriptors, median of 10,
 /// against the mma.sync kernel in the same process (3.32 / 2.44 T/s at 256 / 512 bits, 65,536^2;
 /// 0.95 / 0.86 at 10,000^2); then 2026-11-27, the same probe (the epilogue's changes, the
-/// pipeline, the slices), and `bash scripts/device_match.sh OUT tests bench ncu match-all` (the
-/// standing figures: 4.897 / 4.187 T/s at 65,536^2, 1.973 / 1.781 at 10,000^2, 2026-11-27T10:13Z,
-/// record docs/results/h200/match.json; ncu: the tensor pipe 16.9% busy, issue slots 60%). The
-/// runs, and what was tried and not kept, in docs/tuning-log.md:
+/// pipeline, the slices, the loop's own instructions, the ring's size), and `bash
+/// scripts/device_match.sh OUT tests bench ncu match-all` (the standing figures: 5.517 / 4.662 T/s
+/// at 65,536^2, 2.164 / 1.945 at 10,000^2, 2026-11-27T12:44Z, record docs/results/h200/match.json;
+/// ncu: the tensor pipe 19.1% busy, issue slots 56%). The runs, and what was tried and not kept, in
+/// docs/tuning-log.md:
 ///  - wgmma_block_threads = 512 (4 warpgroups of 64 queries), wgmma_train_tile = 256 rows (two
 ///    m64n128k256 wgmmas per 256-bit chunk), wgmma_block_queries = 256, wgmma_blocks_per_sm = 1:
 ///    each training row is copied and popcounted once per 256 queries. With the epilogue removed
@@ -54,29 +55,34 @@ namespace multireduce::cuda::detail {
 ///  - `automatic` takes the wgmma kernel wherever it is usable: with the 2026-11-27 epilogue (measured
 ///    while the slow path still had the group-of-four mask and the slices' cost counted single
 ///    rows: both changes since made it faster) it is the faster at every size measured, 1000^2 (0.043 against 0.019 T/s), 3000^2 (0.356 / 0.205),
-///    10,000^2 (1.562 / 0.952), 256-bit, 512-bit alike (probe, 2026-11-27), and 65,536^2 (4.90 /
+///    10,000^2 (1.562 / 0.952), 256-bit, 512-bit alike (probe, 2026-11-27), and 65,536^2 (5.52 /
 ///    3.34, the standing run). (Before, at 10,000^2 its 256-query blocks lost: 0.80 against 0.95 T/s.)
-///  - wgmma_stages, wgmma_arrive_ahead, wgmma_copy_ahead: the ring of tiles in shared memory (7
-///    up to 768 bits, 5 at 1024), a tile's copies issued 4 tiles (2 at 1024 bits) before its
-///    search and each thread's part marked in 2 tiles (1) before it, so that a warp waits for the
-///    others only when they are 2 tiles behind: 4.37 / 3.76 T/s with the old ring (4 tiles,
-///    copies 2 ahead, each mark in its tile's turn), 4.72 / 4.06 with this one, the rest the same
-///    (65,536^2, 2026-11-27, probe). Before, 6 or 8 stages of the old ring
-///    measured the same as 4 (3.49 / 3.55 against 3.53 T/s at 256 bits, 128-query blocks).
+///  - wgmma_stages, wgmma_arrive_ahead, wgmma_copy_ahead: the ring of tiles in shared memory (10
+///    up to 512 bits, 7 at 768, 5 at 1024), a tile's copies issued 4 tiles (2 at 1024 bits) before
+///    its search and each thread's part marked in 2 tiles (1) before it, so that a warp waits for
+///    the others only when they are 2 tiles behind: 4.37 / 3.76 T/s with the old ring (4 tiles,
+///    copies 2 ahead, each mark in its tile's turn), 4.72 / 4.06 with 7 tiles (65,536^2,
+///    2026-11-27, probe). With the loop's cheaper counters (2026-11-27T12:36Z, probe): 10 tiles
+///    5.496 / 4.654 against 7 tiles 5.438 / 4.605, 10,000^2 1.978 / 1.782 against 1.874 / 1.697;
+///    10 tiles with marks and copies 3 ahead 5.554 / 4.601, 10,000^2 1.923 / 1.699; 12 tiles, 4 and
+///    3 ahead, at 256 bits 5.513, 10,000^2 1.871. At 768 and 1024 bits 10 tiles do not fit the
+///    shared memory (227 KB a block). Before, 6 or 8 stages of the old ring measured the same as 4
+///    (3.49 / 3.55 against 3.53 T/s at 256 bits, 128-query blocks).
 ///  - wgmma_block_overhead_rows = 512: a lone search takes the slices that minimise waves x (rows
 ///    of a slice in wgmmas of 128 + 512) (slices_for_wgmma; at least a tile's 256 rows each):
 ///    10,000^2 picks 3 slices, the best of the 11 counts measured from 1 to 20 (1.743 T/s at 256 bits; 6 slices 1.486,
 ///    13 slices, the whole-wave rule's choice, 1.269; 512-bit alike), 3000^2 picks 8, the best
 ///    measured there (0.432 T/s; 5 slices 0.357) (2026-11-27, probe sweeping the slices).
 ///  - Registers: at most 128 a thread (512 threads, one block an SM): k <= 2 fits without spills;
-///    k > 2 spills (ptxas -v for sm_90a, CUDA 13.0, 2026-11-27: up to 176 bytes at 1024 bits).
+///    k > 2 spills (ptxas -v for sm_90a, CUDA 13.0, 2026-11-27T12:58Z: 88 bytes of stack at 256
+///    bits, 136 at 1024; 80 and 128 before the ring's counters).
 struct knn_tuning {
   static constexpr int popcount_block_threads = 256, tensor_block_threads = 128, tensor_train_tile = 128;
   static constexpr int wgmma_block_threads = 512, wgmma_train_tile = 256, wgmma_block_queries = 256;
   static constexpr int wgmma_blocks_per_sm = 1;
   static constexpr double wgmma_block_overhead_rows = 512;
   /// Shared-memory buffers of the wgmma kernel's ring (at least ahead + copy_ahead + 1).
-  __host__ __device__ static constexpr int wgmma_stages(int chunks) { return chunks <= 3 ? 7 : 5; }
+  __host__ __device__ static constexpr int wgmma_stages(int chunks) { return chunks <= 2 ? 10 : chunks == 3 ? 7 : 5; }
   /// Tiles ahead of its search that a thread marks its part of a tile in, and tiles between a
   /// copy and that mark.
   __host__ __device__ static constexpr int wgmma_arrive_ahead(int chunks) { return chunks <= 3 ? 2 : 1; }
@@ -100,8 +106,8 @@ struct knn_tuning {
 ///  - accept_threads = 256: the accept kernel's block; not tuned (it reads each list once).
 ///  - free_memory_share = 0.8: the budget when none is given, of the free GPU memory; not tuned.
 /// `automatic` takes the wgmma kernel for the searches where it is usable, as for lone searches:
-/// 1000 x 8192, all pairs, 256-bit: wgmma 9.94 s, mma.sync 10.13 s; 512-bit: 11.09 s against 14.86
-/// (H200, 2026-11-27T10:17Z, bash scripts/device_match.sh OUT tests bench ncu match-all). With the 2026-11-26 wgmma
+/// 1000 x 8192, all pairs, 256-bit: wgmma 8.78 s, mma.sync 10.19 s; 512-bit: 9.96 s against 14.97
+/// (H200, 2026-11-27T12:47Z, bash scripts/device_match.sh OUT tests bench ncu match-all). With the 2026-11-26 wgmma
 /// kernel it lost at 256 bits (12.69 against 10.18 s), and the collection kept mma.sync there.
 struct collection_tuning {
   static constexpr std::int64_t round_rows = std::int64_t(1) << 22;

@@ -87,14 +87,9 @@ __device__ __forceinline__ std::uint32_t halves_below(std::uint32_t x, std::uint
 
 #if defined(MULTIREDUCE_MATCH_WGMMA_BODY)
 
-/// The distance of a list entry, no_limit for an empty one.
-__device__ __forceinline__ std::int32_t key_distance(std::uint64_t key) {
-  return key == empty_key ? no_limit : static_cast<std::int32_t>(key >> 32);
-}
-
 /// The two smallest of two sorted pairs (a0 <= a1, b0 <= b1), into a0 <= a1.
-__device__ __forceinline__ void merge_two_smallest(std::int32_t& a0, std::int32_t& a1, std::int32_t b0, std::int32_t b1) {
-  const std::int32_t low = min(a0, b0);
+__device__ __forceinline__ void merge_two_smallest(std::uint32_t& a0, std::uint32_t& a1, std::uint32_t b0, std::uint32_t b1) {
+  const std::uint32_t low = min(a0, b0);
   a1 = min(max(a0, b0), min(a1, b1));
   a0 = low;
 }
@@ -113,7 +108,7 @@ struct wgmma_rows {
     return distance == no_limit ? wgmma_open : std::uint32_t(distance - query_popc[h] + std::int32_t(wgmma_bias));
   }
 
-  /// The epilogue of one tile (columns t0 + 8j + 2t and + 1 of accumulators d, the biased row
+  /// The epilogue of one tile (columns column0 + 8j and + 1 of accumulators d, the biased row
   /// popcounts of the tile's column pairs in pb): two pairs per word and a packed minimum per row;
   /// only when a lane of the warp holds a row whose minimum beats its limit (rare once the lists
   /// are full) does the warp take the exact insertions, and then the new limits.
@@ -141,14 +136,15 @@ struct wgmma_rows {
             m2 = __vminu2(m2, __vmaxu2(m1, e[h][j]));
             m1 = __vminu2(m1, e[h][j]);
           }
-          std::int32_t s1 = min(m1 & 0xffffu, m1 >> 16), s2 = min(max(m1 & 0xffffu, m1 >> 16), min(m2 & 0xffffu, m2 >> 16));
+          std::uint32_t s1 = min(m1 & 0xffffu, m1 >> 16), s2 = min(max(m1 & 0xffffu, m1 >> 16), min(m2 & 0xffffu, m2 >> 16));
           merge_two_smallest(s1, s2, __shfl_xor_sync(0xffffffffu, s1, 1), __shfl_xor_sync(0xffffffffu, s2, 1));
           merge_two_smallest(s1, s2, __shfl_xor_sync(0xffffffffu, s1, 2), __shfl_xor_sync(0xffffffffu, s2, 2));
-          limit[h] = min(limit[h], min(std::uint32_t(s2) + 1u, wgmma_open));
+          limit[h] = min(limit[h], min(s2 + 1u, wgmma_open));
         }
       }
     }
     bool hit[2];
+    const std::uint32_t limits[2] = {limit[0] * 0x10001u, limit[1] * 0x10001u};  // in both halves
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       // The row's 16-bit minimum over its 32 columns: two chains of three-way mins.
@@ -156,23 +152,22 @@ struct wgmma_rows {
       low = __vimin3_u16x2(low, e[h][6], e[h][7]), high = __vimin3_u16x2(high, e[h][8], e[h][9]);
       low = __vimin3_u16x2(low, e[h][10], e[h][11]), high = __vimin3_u16x2(high, e[h][12], e[h][13]);
       low = __vimin3_u16x2(low, e[h][14], e[h][15]);
-      hit[h] = halves_below(__vminu2(low, high), limit[h] * 0x10001u) != 0;
+      hit[h] = halves_below(__vminu2(low, high), limits[h]) != 0;
     }
     if (!__any_sync(0xffffffffu, hit[0] || hit[1])) return;
 #pragma unroll
     for (int h = 0; h < 2; ++h)
-      if (hit[h]) insert_below(e[h], h, column0, spill, stride);
+      if (hit[h]) insert_below(e[h], h, limits[h], column0, spill, stride);
     share_limits();
   }
 
-  /// Inserts row h's columns below its limit. A bit per column below it (word j's halves go to
+  /// Inserts row h's columns below its limit (`limits`: in both halves). A bit per column below it (word j's halves go to
   /// bits 2j and 2j + 16 for j < 8, 2(j - 8) + 1 and 2(j - 8) + 17 above: one shift and one OR a
   /// word), the words parked in shared memory, and one insertion loop over the bits (a single copy
   /// of the insertion, and no local memory). The keys are whole (distance, index), so the order of
   /// the insertions does not matter.
-  __device__ __forceinline__ void insert_below(const std::uint32_t (&e)[16], int h, std::int32_t column0, uint4* spill,
-                                               int stride) {
-    const std::uint32_t limits = limit[h] * 0x10001u;
+  __device__ __forceinline__ void insert_below(const std::uint32_t (&e)[16], int h, std::uint32_t limits,
+                                               std::int32_t column0, uint4* spill, int stride) {
     std::uint32_t below = 0;
 #pragma unroll
     for (int j = 0; j < 16; ++j) below |= halves_below(e[j], limits) >> (j < 8 ? 15 - 2 * j : 14 - 2 * (j - 8));
@@ -186,24 +181,29 @@ struct wgmma_rows {
       const std::uint32_t v = (word >> (16 * half)) & 0xffffu;
       best[h].insert(match_key(std::int32_t(v) - std::int32_t(wgmma_bias) + query_popc[h], column0 + 8 * j + half));
     }
-    limit[h] = min(limit[h], biased(h, best[h].threshold()));
+    // k <= 2: share_limits takes the union's bound, which is below this list's.
+    if constexpr (Kcap != 2) limit[h] = min(limit[h], biased(h, best[h].threshold()));
   }
 
   /// After insertions: each row's limit from the four lanes' lists. Later columns are higher than
-  /// every column seen, so a pair must beat the k-th best of the four lists together (k <= 2:
-  /// merged exactly from the lanes' two best; else the smallest of the four k-th bests).
+  /// every column seen, so a pair must beat the k-th best of the four lists together. k <= 2:
+  /// merged exactly from the lanes' two best, the same in the four lanes (so are their limits
+  /// before: the shared one, or the first tile's, less their own lists' thresholds, which the
+  /// union's is below); else the smallest of the four lanes' limits.
   __device__ __forceinline__ void share_limits() {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       if constexpr (Kcap == 2) {
-        std::int32_t a0 = key_distance(best[h].key[0]), a1 = key_distance(best[h].key[1]);
+        // The keys' high words: the distances, and 0xffffffff (above them all) for an empty entry.
+        std::uint32_t a0 = static_cast<std::uint32_t>(best[h].key[0] >> 32), a1 = static_cast<std::uint32_t>(best[h].key[1] >> 32);
         merge_two_smallest(a0, a1, __shfl_xor_sync(0xffffffffu, a0, 1), __shfl_xor_sync(0xffffffffu, a1, 1));
         merge_two_smallest(a0, a1, __shfl_xor_sync(0xffffffffu, a0, 2), __shfl_xor_sync(0xffffffffu, a1, 2));
-        limit[h] = min(limit[h], biased(h, a1));
+        if (a1 != 0xffffffffu) limit[h] = min(limit[h], a1 - query_popc[h] + wgmma_bias);
+      } else {
+        std::uint32_t bound = limit[h];
+        bound = min(bound, __shfl_xor_sync(0xffffffffu, bound, 1));
+        limit[h] = min(bound, __shfl_xor_sync(0xffffffffu, bound, 2));
       }
-      std::uint32_t bound = limit[h];
-      bound = min(bound, __shfl_xor_sync(0xffffffffu, bound, 1));
-      limit[h] = min(bound, __shfl_xor_sync(0xffffffffu, bound, 2));
     }
   }
 };
@@ -252,17 +252,17 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
 
   std::int64_t begin, end;
   slice_rows(p, at.slice, begin, end);
+  const int slice_size = static_cast<int>(end - begin);  // the counts fit int32
   // Thread i copies half i % 2 of row i / 2 of a tile, every chunk: 16-byte copies when the rows
   // are 16-byte aligned, else word by word (zeros past the slice's end and the row's words).
   const int my_row = threadIdx.x >> 1, my_half = threadIdx.x & 1;
   const bool wide = words % 4 == 0 && (reinterpret_cast<std::uintptr_t>(train) & 15) == 0;
-  auto piece = [&](int buf, int c) {
-    return rows + (buf * C + c) * chunk_bytes + (my_row >> 3) * 256 + my_half * 128 + (my_row & 7) * 16;
-  };
-  auto stage = [&](std::int64_t t0, int buf) {
-    const std::int64_t row = t0 + my_row;
-    const bool in = row < end;
-    const std::uint32_t* from = train + (in ? row : 0) * words;
+  const int my_piece = (my_row >> 3) * 256 + my_half * 128 + (my_row & 7) * 16;
+  auto piece = [&](int buf, int c) { return rows + (buf * C + c) * chunk_bytes + my_piece; };
+  // Copies this thread's half row into buffer buf: the row at word `offset` of the training set,
+  // if `in` (else zeros).
+  auto stage = [&](std::int64_t offset, bool in, int buf) {
+    const std::uint32_t* from = train + (in ? offset : 0);
 #pragma unroll
     for (int c = 0; c < C; ++c) {
       const int w0 = c * 8 + my_half * 4;
@@ -277,7 +277,8 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
       }
     }
   };
-  // The ring: tile j in buffer j % stages, use j / stages of that buffer. Two mbarriers a buffer,
+  // The ring: tile j in buffer j % stages, use j / stages of that buffer (kept as counters that
+  // wrap: a division of 64-bit tile numbers cost some 60 instructions a tile). Two mbarriers a buffer,
   // so that the warps never wait for each other at a block-wide barrier: `full` completes when
   // all the block's threads have their half row of the tile in (and its popcount packed beside
   // it), `empty` when all its warps have searched the tile, so that its buffer can take tile j +
@@ -296,36 +297,45 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
     while (!::cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
     }
   };
-  // This thread's part of tile i, once its copies have landed (the caller waits): its row's
-  // popcount is packed beside the tile (a pair of rows by the first of its four lanes), and the
-  // copies are made visible to wgmma's async proxy.
-  auto arrive_row = [&](std::int64_t i) {
-    const std::int64_t t0 = begin + i * tile;
-    if (t0 >= end) return;
-    const int buf = static_cast<int>(i % stages);
-    int ones = 0;
+  // This thread's part of the next tile to mark in (in buffer arrive_buf; the slice has arrive_left
+  // rows from its first on), once its copies have landed (the caller waits): its row's popcount is
+  // packed beside the tile (a pair of rows by the first of its four lanes), and the copies are made
+  // visible to wgmma's async proxy.
+  int arrive_left = slice_size, arrive_buf = 0;
+  auto arrive_next = [&]() {
+    if (arrive_left > 0) {
+      int ones = 0;
 #pragma unroll
-    for (int c = 0; c < C; ++c) {
-      const uint4 v = *reinterpret_cast<const uint4*>(piece(buf, c));
-      ones += __popc(v.x) + __popc(v.y) + __popc(v.z) + __popc(v.w);
+      for (int c = 0; c < C; ++c) {
+        const uint4 v = *reinterpret_cast<const uint4*>(piece(arrive_buf, c));
+        ones += __popc(v.x) + __popc(v.y) + __popc(v.z) + __popc(v.w);
+      }
+      ones += __shfl_xor_sync(0xffffffffu, ones, 1);  // the row's two halves
+      const std::uint32_t biased = my_row < arrive_left ? std::uint32_t(ones) + wgmma_bias : wgmma_padding;
+      const std::uint32_t next = __shfl_xor_sync(0xffffffffu, biased, 2);
+      const int pair = my_row >> 1;
+      if ((threadIdx.x & 3) == 0)
+        packed_popc[arrive_buf][(pair >> 6) * 64 + (pair & 3) * 16 + ((pair & 63) >> 2)] = biased | (next << 16);
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+      (void)::cuda::ptx::mbarrier_arrive(&full[arrive_buf]);
     }
-    ones += __shfl_xor_sync(0xffffffffu, ones, 1);  // the row's two halves
-    const std::uint32_t biased = t0 + my_row < end ? std::uint32_t(ones) + wgmma_bias : wgmma_padding;
-    const std::uint32_t next = __shfl_xor_sync(0xffffffffu, biased, 2);
-    const int pair = my_row >> 1;
-    if ((threadIdx.x & 3) == 0)
-      packed_popc[buf][(pair >> 6) * 64 + (pair & 3) * 16 + ((pair & 63) >> 2)] = biased | (next << 16);
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    (void)::cuda::ptx::mbarrier_arrive(&full[buf]);
+    arrive_left -= tile;
+    if (++arrive_buf == stages) arrive_buf = 0;
   };
-  // Tile j's copies, into the buffer that tile j - stages searched (one copy group per tile).
-  auto copy_tile = [&](std::int64_t j) {
-    const int buf = static_cast<int>(j % stages);
-    if (begin + j * tile < end) {
-      if (j >= stages) wait_phase(&empty[buf], static_cast<std::uint32_t>((j / stages - 1) & 1));
-      stage(begin + j * tile, buf);
+  // The next tile's copies (copy_left rows of the slice from its first on; this thread's row at
+  // word copy_offset), into buffer copy_buf once the tile that used it before (copy_round - 1
+  // uses ago) is searched; one copy group per tile.
+  int copy_left = slice_size, copy_buf = 0, copy_round = 0;
+  std::int64_t copy_offset = (begin + my_row) * words;
+  auto copy_next = [&]() {
+    if (copy_left > 0) {
+      if (copy_round > 0) wait_phase(&empty[copy_buf], static_cast<std::uint32_t>(copy_round - 1) & 1u);
+      stage(copy_offset, my_row < copy_left, copy_buf);
     }
     commit_copies();
+    copy_left -= tile;
+    copy_offset += std::int64_t(tile) * words;
+    if (++copy_buf == stages) copy_buf = 0, ++copy_round;
   };
   auto issue = [&](std::uint32_t (&d)[64], int buf, int part) {
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -334,7 +344,7 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
       wgmma_and_popc(d, a[c], wgmma_descriptor(rows + (buf * C + c) * chunk_bytes + part * 4096, 128, 256), c);
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
   };
-  auto search = [&](std::uint32_t (&d)[64], std::int64_t t0, int buf, int part) {
+  auto search = [&](std::uint32_t (&d)[64], std::uint32_t column0, int buf, int part) {
 #pragma unroll
     for (int i = 0; i < 64; ++i) wgmma_fence_operand(d[i]);
     std::uint32_t pb[16];
@@ -343,8 +353,7 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
       const uint4 v = *reinterpret_cast<const uint4*>(&packed_popc[buf][part * 64 + t * 16 + 4 * q]);
       pb[4 * q] = v.x, pb[4 * q + 1] = v.y, pb[4 * q + 2] = v.z, pb[4 * q + 3] = v.w;
     }
-    mine.search_tile(d, pb, static_cast<std::int32_t>(t0 + part * 128 + 2 * t) + p.first_train_index,
-                     &spill[0][threadIdx.x], threads);
+    mine.search_tile(d, pb, static_cast<std::int32_t>(column0 + part * 128 + 2 * t), &spill[0][threadIdx.x], threads);
   };
   // The pipeline: tile j + ahead + copy_ahead is copied while tile j is searched, and each thread
   // marks its part of tile j + ahead in, so that a warp waits for the others only when they are
@@ -352,28 +361,33 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
   // search).
   constexpr int ahead = knn_tuning::wgmma_arrive_ahead(C), copy_ahead = knn_tuning::wgmma_copy_ahead(C);
   static_assert(stages >= ahead + copy_ahead + 1, "a buffer is refilled only after its tile's search");
-  for (int i = 0; i < ahead + copy_ahead; ++i) copy_tile(i);
+  for (int i = 0; i < ahead + copy_ahead; ++i) copy_next();
   wait_copies<copy_ahead>();
-  for (int i = 0; i < ahead; ++i) arrive_row(i);
+  for (int i = 0; i < ahead; ++i) arrive_next();
   // A tile at a time: its wgmma, then the search of its distances; the other warpgroups keep the
   // tensor cores busy meanwhile.
   std::uint32_t d[64];
-  std::int64_t j = 0;
-  for (std::int64_t t0 = begin; t0 < end; t0 += tile, ++j) {
-    const int buf = static_cast<int>(j % stages);
+  int buf = 0;
+  std::uint32_t parity = 0;  // of the buffer's use: (tile / stages) % 2
+  // The tile's first training index (first_train_index + row fits int32; unsigned, so that the
+  // step past the last tile, which may pass INT32_MAX, is no signed overflow) and the slice's rows
+  // left.
+  std::uint32_t column0 = static_cast<std::uint32_t>(begin + p.first_train_index);
+  for (int left = slice_size; left > 0; left -= tile, column0 += tile) {
     wait_copies<copy_ahead - 1>();
-    arrive_row(j + ahead);
-    copy_tile(j + ahead + copy_ahead);
-    wait_phase(&full[buf], static_cast<std::uint32_t>((j / stages) & 1));
+    arrive_next();  // tile j + ahead
+    copy_next();    // tile j + ahead + copy_ahead
+    wait_phase(&full[buf], parity);
 #pragma unroll
     for (int part = 0; part < parts; ++part) {
-      if (part > 0 && t0 + part * 128 >= end) break;  // only padding left
+      if (part > 0 && part * 128 >= left) break;  // only padding left
       issue(d, buf, part);
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-      search(d, t0, buf, part);
+      search(d, column0, buf, part);
     }
     __syncwarp();
     if (lane.id() == 0) (void)::cuda::ptx::mbarrier_arrive(&empty[buf]);
+    if (++buf == stages) buf = 0, parity ^= 1u;
   }
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
