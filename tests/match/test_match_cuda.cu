@@ -95,6 +95,19 @@ TEST(CudaMatch, BothPathsAgainstBitwiseBruteForce) {
   }
 }
 
+// Random queries and training rows from case seed s (sparse: few bits set), every path against
+// `reference` (reference_knn or popcount_reference_knn).
+template <class Reference>
+void expect_random_case(mc::workspace& ws, std::int64_t queries, std::int64_t trains, int bytes, int k,
+                        std::uint64_t s, bool sparse, Reference reference) {
+  const auto q = random_descriptors(std::size_t(queries), bytes, s, sparse);
+  const auto t = random_descriptors(std::size_t(trains), bytes, s + 1, sparse);
+  std::vector<std::int32_t> want_idx, want_dist;
+  reference(q, t, bytes, k, want_idx, want_dist);
+  SCOPED_TRACE(::testing::Message() << "bytes=" << bytes << " k=" << k << " case seed " << s);
+  expect_both_paths_give(ws, q, t, bytes, k, want_idx, want_dist);
+}
+
 // Many queries: the tensor-core kernel's 64-query warps (256-bit and narrower, k <= 2).
 TEST(CudaMatch, ManyQueriesAgainstBitwiseBruteForce) {
   MR_REQUIRE_GPU();
@@ -102,13 +115,7 @@ TEST(CudaMatch, ManyQueriesAgainstBitwiseBruteForce) {
   mc::workspace ws;
   for (int bytes : {8, 32}) {
     for (int k : {1, 2}) {
-      const std::int64_t nq = 33001, nt = 130;
-      const auto q = random_descriptors(std::size_t(nq), bytes, seed + std::uint64_t(bytes * 10 + k), true);
-      const auto t = random_descriptors(std::size_t(nt), bytes, seed + std::uint64_t(bytes * 10 + k) + 1, true);
-      std::vector<std::int32_t> want_idx, want_dist;
-      reference_knn(q, t, bytes, k, want_idx, want_dist);
-      SCOPED_TRACE(::testing::Message() << "bytes=" << bytes << " k=" << k);
-      expect_both_paths_give(ws, q, t, bytes, k, want_idx, want_dist);
+      expect_random_case(ws, 33001, 130, bytes, k, seed + std::uint64_t(bytes * 10 + k), true, reference_knn);
       if (::testing::Test::HasFatalFailure()) return;
     }
   }
@@ -300,19 +307,6 @@ TEST(CudaMatch, AdversarialDataAgainstBitwiseBruteForce) {
       }
     }
   }
-}
-
-// Random queries and training rows from case seed s (sparse: few bits set), every path against
-// `reference` (reference_knn or popcount_reference_knn).
-template <class Reference>
-void expect_random_case(mc::workspace& ws, std::int64_t queries, std::int64_t trains, int bytes, int k,
-                        std::uint64_t s, bool sparse, Reference reference) {
-  const auto q = random_descriptors(std::size_t(queries), bytes, s, sparse);
-  const auto t = random_descriptors(std::size_t(trains), bytes, s + 1, sparse);
-  std::vector<std::int32_t> want_idx, want_dist;
-  reference(q, t, bytes, k, want_idx, want_dist);
-  SCOPED_TRACE(::testing::Message() << "bytes=" << bytes << " k=" << k << " case seed " << s);
-  expect_both_paths_give(ws, q, t, bytes, k, want_idx, want_dist);
 }
 
 // Long training sets, where the lists are full and a pair must beat the k-th best of its row

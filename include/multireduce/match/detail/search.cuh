@@ -43,12 +43,10 @@ struct key_list {
       x = smaller ? y : x;
     }
   }
-  /// The distance of entry j, no_limit for an empty one.
-  __device__ __forceinline__ std::int32_t distance(int j) const {
-    return key[j] == empty_key ? no_limit : static_cast<std::int32_t>(key[j] >> 32);
-  }
   /// The distance a new pair must beat (strictly) to enter: the largest kept distance.
-  __device__ __forceinline__ std::int32_t threshold() const { return distance(K - 1); }
+  __device__ __forceinline__ std::int32_t threshold() const {
+    return key[K - 1] == empty_key ? no_limit : static_cast<std::int32_t>(key[K - 1] >> 32);
+  }
   /// Merges the lists of the lanes `mask` apart (xor) into every one of them.
   __device__ __forceinline__ void merge_lanes(int mask) {
     std::uint64_t other[K];
