@@ -83,9 +83,13 @@ TEST(CudaCollection, ImageBlocksAndSmallRoundsGiveTheSameMatches) {
   const test_collection c = random_collection(sizes, 32, seed_for("gpu collection blocks"), false);
   const auto pairs = mr::all_pairs(std::int64_t(sizes.size()));
   // Rounds of at most 300 query rows (at least the largest image's 208), and a budget that leaves
-  // room for about three images' rows at a time: many image blocks, each j block passing through.
+  // room for about three images' rows at a time (with the wgmma kernel's tiles of them where it
+  // runs): many image blocks, each j block passing through.
   const std::size_t round_bytes = 300 * mc::detail::round_bytes_per_row(2, true);
-  for (std::size_t for_rows : {std::size_t(3 * 208 * 32), std::size_t(7 * 208 * 32)}) {
+  mc::detail::knn_config kernel{};
+  ASSERT_EQ(mc::detail::choose_knn_kernel(32, 2, mc::match_path::automatic, 1, kernel), cudaSuccess);
+  const std::size_t image = mc::detail::image_device_bytes(kernel, 32, 208);
+  for (std::size_t for_rows : {3 * image, 7 * image}) {
     SCOPED_TRACE("rows budget " + std::to_string(for_rows));
     const mc::collection_options options{.memory_budget = round_bytes + for_rows, .round_rows = 300};
     expect_gpu_matches_reference(c, c.view(), pairs, 2, {.ratio = 0.8}, options);

@@ -354,6 +354,29 @@ TEST(CudaMatch, LongSlicesGoRoundTheTileRing) {
   }
 }
 
+// The wgmma kernel's tiles of evenly cut slices: slice s of a search starts at tile begin / 256 +
+// s, so the slices' tiles never overlap and fit the bound the host allocates, for any number of
+// rows and slices. Host arithmetic: runs without a GPU too.
+TEST(CudaMatch, TiledSlicesNeverOverlap) {
+  const std::uint64_t seed = seed_for("match tiled slices");
+  std::mt19937_64 rng(seed);
+  constexpr std::int64_t tile = mc::detail::knn_tuning::wgmma_train_tile;
+  for (int trial = 0; trial < 3000; ++trial) {
+    const std::int64_t slices = 1 + std::int64_t(rng() % (trial % 3 == 0 ? 2000 : 40));
+    const std::int64_t trains = trial % 5 == 0 ? slices * std::int64_t(rng() % 700) : std::int64_t(rng() % 3000000);
+    SCOPED_TRACE(::testing::Message() << "trial " << trial << " trains=" << trains << " slices=" << slices
+                                      << " (seed " << seed << ")");
+    std::int64_t next_free = 0;  // the first tile after the slices so far
+    for (std::int64_t s = 0; s < slices; ++s) {
+      const std::int64_t begin = trains * s / slices, end = trains * (s + 1) / slices;  // as slice_rows cuts them
+      const std::int64_t first = mc::detail::wgmma_even_first_tile(begin, int(s));
+      ASSERT_GE(first, next_free) << "slice " << s;
+      next_free = first + (end - begin + tile - 1) / tile;
+    }
+    ASSERT_LE(next_free, mc::detail::wgmma_tiles_bound(trains, slices));
+  }
+}
+
 // A batch mixing tiny and large pairs (one query against thousands of rows, thousands against
 // one, and a 4000 x 9000 pair among them), every k from 1 to 8.
 TEST(CudaMatch, MixedBatchAgainstBitwiseBruteForce) {

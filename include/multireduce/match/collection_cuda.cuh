@@ -87,25 +87,62 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
   if (on_device && c.total_rows() > INT32_MAX)
     throw std::invalid_argument(what + ": rows in GPU memory must number at most 2^31-1 (host rows go in image blocks)");
   const std::size_t for_rows = budget > round_bytes ? budget - round_bytes : 0;
-  const bool blocked = !on_device && (all_rows_bytes > for_rows || c.total_rows() > INT32_MAX);
-  const std::size_t block_bytes =
-      blocked ? std::min(for_rows / 3, std::size_t(INT32_MAX) * row_bytes) : std::max<std::size_t>(all_rows_bytes, 1);
-  if (blocked && block_bytes < std::size_t(largest) * row_bytes)
+  // The wgmma kernel reads the images on the GPU as tiles beside their rows (about 34 bytes a row
+  // at 256 bits, each image from a tile of its own): image_device_bytes. Blocked: three buffers
+  // (block i, two passing j blocks), each with its images' tiles.
+  detail::knn_config kernel{};
+  check(detail::choose_knn_kernel(bytes, k, options.path, 1, kernel), what.c_str());
+  auto image_bytes = [&](std::int64_t n) { return detail::image_device_bytes(kernel, row_bytes, c.rows_of(n)); };
+  std::size_t all_bytes = 0;
+  for (std::int64_t n = 0; n < c.images(); ++n) all_bytes += image_bytes(n);
+  const bool blocked = !on_device && (all_bytes > for_rows || c.total_rows() > INT32_MAX);
+  const std::size_t block_bytes = std::min(for_rows / 3, std::size_t(INT32_MAX) * row_bytes);
+  if (blocked && detail::image_device_bytes(kernel, row_bytes, largest) > block_bytes)
     throw error(cudaErrorMemoryAllocation,
                 what + ": a memory budget of " + std::to_string(budget) + " bytes is too small for images of " +
                     std::to_string(largest) + " rows (it needs about " +
-                    std::to_string(3 * std::size_t(largest) * row_bytes + round_bytes) + ")");
+                    std::to_string(3 * detail::image_device_bytes(kernel, row_bytes, largest) + round_bytes) + ")");
   const std::vector<std::int64_t> block_first =
-      blocked ? detail::image_blocks(c, block_bytes) : std::vector<std::int64_t>{0, c.images()};
+      blocked ? detail::image_blocks(c, block_bytes, image_bytes) : std::vector<std::int64_t>{0, c.images()};
   const std::vector<detail::block_pair_group> groups = detail::group_by_blocks(pairs, block_first);
 
   // ---- buffers: descriptors, and per round the lists, the rules' rows and two of everything read back ----
   auto block_size = [&](std::int64_t b) {
     return std::size_t(c.offsets[block_first[b + 1]] - c.offsets[block_first[b]]) * row_bytes;
   };
-  device_buffer<std::uint8_t> resident(on_device ? 0 : blocked ? block_bytes : all_rows_bytes);
-  device_buffer<std::uint8_t> passing[2] = {device_buffer<std::uint8_t>(blocked ? block_bytes : 0),
-                                            device_buffer<std::uint8_t>(blocked ? block_bytes : 0)};
+  // Each image's rows in its block and its first tile among the block's tiles (3 values an image),
+  // for the tiling and the searches' slices; the largest block's rows and tiles.
+  constexpr std::int64_t tile_rows = detail::knn_tuning::wgmma_train_tile;
+  std::vector<std::int64_t> image_table(std::size_t(3 * c.images()));
+  std::size_t most_block_bytes = 1;
+  std::int64_t most_block_tiles = 0;
+  for (std::size_t b = 0; b + 1 < block_first.size(); ++b) {
+    std::int64_t row = 0, tile = 0;
+    for (std::int64_t n = block_first[b]; n < block_first[b + 1]; ++n) {
+      image_table[std::size_t(3 * n)] = row, image_table[std::size_t(3 * n + 1)] = row + c.rows_of(n);
+      image_table[std::size_t(3 * n + 2)] = tile;
+      row += c.rows_of(n), tile += (c.rows_of(n) + tile_rows - 1) / tile_rows;
+    }
+    most_block_bytes = std::max(most_block_bytes, block_size(std::int64_t(b)));
+    most_block_tiles = std::max(most_block_tiles, tile);
+  }
+  device_buffer<std::int64_t> image_table_on_gpu(kernel.wgmma ? image_table.size() : 0);
+  if (kernel.wgmma) image_table_on_gpu.upload(image_table);
+  const std::size_t tiles_bytes =
+      kernel.wgmma ? std::size_t(most_block_tiles) * std::size_t(detail::wgmma_tile_bytes(kernel.units)) : 0;
+  device_buffer<std::uint8_t> resident(on_device ? 0 : most_block_bytes);
+  device_buffer<std::uint8_t> passing[2] = {device_buffer<std::uint8_t>(blocked ? most_block_bytes : 0),
+                                            device_buffer<std::uint8_t>(blocked ? most_block_bytes : 0)};
+  device_buffer<std::uint8_t> resident_tiles(tiles_bytes);
+  device_buffer<std::uint8_t> passing_tiles[2] = {device_buffer<std::uint8_t>(blocked ? tiles_bytes : 0),
+                                                  device_buffer<std::uint8_t>(blocked ? tiles_bytes : 0)};
+  // Lays block b's images (in `rows`) out as tiles.
+  auto tile_block = [&](std::int64_t b, const std::uint8_t* rows, std::uint8_t* tiles, cudaStream_t on) {
+    const std::int64_t first = block_first[std::size_t(b)], images = block_first[std::size_t(b) + 1] - first;
+    check(detail::launch_image_tiling(kernel, rows, std::int64_t(block_size(b) / row_bytes),
+                                      image_table_on_gpu.data() + 3 * first, images, largest, bytes, tiles, on),
+          what.c_str());
+  };
   const std::size_t rows_cap = std::size_t(round_rows);
   const std::size_t pairs_cap = std::size_t(detail::collection_tuning::round_pairs);
   device_buffer<std::uint64_t> lists[2] = {device_buffer<std::uint64_t>(rows_cap * std::size_t(kcap)),
@@ -118,8 +155,8 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
                                                device_buffer<multireduce::match>(rows_cap)};
   device_buffer<std::int32_t> counts[2] = {device_buffer<std::int32_t>(pairs_cap), device_buffer<std::int32_t>(pairs_cap)};
   device_buffer<std::int64_t> selected[2] = {device_buffer<std::int64_t>(1), device_buffer<std::int64_t>(1)};
-  // Per slot: the round's pair table, then its slice bounds (2 per pair, twice with the cross-check).
-  const std::size_t table_bytes = pairs_cap * sizeof(detail::round_pair), bounds_count = pairs_cap * 4;
+  // Per slot: the round's pair table, then its slice bounds (3 per pair, twice with the cross-check).
+  const std::size_t table_bytes = pairs_cap * sizeof(detail::round_pair), bounds_count = pairs_cap * 6;
   device_buffer<unsigned char> table[2] = {device_buffer<unsigned char>(table_bytes + bounds_count * 8),
                                            device_buffer<unsigned char>(table_bytes + bounds_count * 8)};
   pinned_buffer<unsigned char> table_host[2] = {pinned_buffer<unsigned char>(table_bytes + bounds_count * 8),
@@ -171,14 +208,15 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
   // slices), and with the cross-check one per second image the other way round.
   int round_count = 0;
   auto queue_round = [&](const std::vector<std::int64_t>& list, const std::uint8_t* base_i, std::int64_t first_i,
-                         std::int64_t rows_i, const std::uint8_t* base_j, std::int64_t first_j, std::int64_t rows_j) {
+                         std::int64_t rows_i, std::uint8_t* tiles_i, const std::uint8_t* base_j, std::int64_t first_j,
+                         std::int64_t rows_j, std::uint8_t* tiles_j) {
     const int slot = round_count++ & 1;
     auto* pair_table = reinterpret_cast<detail::round_pair*>(table_host[slot].data());
     auto* bounds = reinterpret_cast<std::int64_t*>(table_host[slot].data() + table_bytes);
     auto* device_bounds = reinterpret_cast<const std::int64_t*>(table[slot].data() + table_bytes);
     struct search {
       std::int32_t image;
-      std::size_t first_slice;  // in `bounds`, 2 values a slice
+      std::size_t first_slice;  // in `bounds`, 3 values a slice
       int slices;
       std::int64_t first_list;  // in lists (reverse_lists), in lists of kcap (2) keys
     };
@@ -192,7 +230,8 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
       }
       search& s = forward.back();
       const std::int64_t nq = c.rows_of(q.first), t0 = c.offsets[q.second] - first_j;
-      bounds[2 * slice] = t0, bounds[2 * slice + 1] = t0 + c.rows_of(q.second);
+      bounds[3 * slice] = t0, bounds[3 * slice + 1] = t0 + c.rows_of(q.second);
+      bounds[3 * slice + 2] = image_table[std::size_t(3 * q.second + 2)];
       pair_table[i] = detail::round_pair{s.first_list + std::int64_t(s.slices) * nq, 0, out_rows, t0, 0,
                                          static_cast<std::int32_t>(nq), static_cast<std::int32_t>(c.rows_of(q.second))};
       ++s.slices, ++slice;
@@ -207,7 +246,8 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
         for (std::size_t i : members) {
           const image_pair q = pairs[std::size_t(list[i])];
           const std::int64_t q0 = c.offsets[q.first] - first_i;
-          bounds[2 * slice] = q0, bounds[2 * slice + 1] = q0 + c.rows_of(q.first);
+          bounds[3 * slice] = q0, bounds[3 * slice + 1] = q0 + c.rows_of(q.first);
+          bounds[3 * slice + 2] = image_table[std::size_t(3 * q.first + 2)];
           pair_table[i].reverse_lists = reverse_rows + std::int64_t(backward.back().slices) * c.rows_of(image);
           pair_table[i].query_row0 = q0;
           ++backward.back().slices, ++slice;
@@ -219,7 +259,7 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
     // for the table; they alternate between the two search streams, which the rules then wait for.
     const cudaStream_t first_stream = searching[0].get(), second_stream = searching[1].get();
     if (round_count > 2) check(cudaStreamWaitEvent(first_stream, lists_free[slot].get(), 0), what.c_str());
-    check(cudaMemcpyAsync(table[slot].data(), table_host[slot].data(), table_bytes + slice * 2 * sizeof(std::int64_t),
+    check(cudaMemcpyAsync(table[slot].data(), table_host[slot].data(), table_bytes + slice * 3 * sizeof(std::int64_t),
                           cudaMemcpyHostToDevice, first_stream),
           what.c_str());
     check(cudaEventRecord(table_ready[slot].get(), first_stream), what.c_str());
@@ -227,13 +267,16 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
     int launched = 0;
     for (const search& s : forward)
       check(detail::launch_collection_search(base_i + (c.offsets[s.image] - first_i) * bytes, c.rows_of(s.image), base_j,
-                                             rows_j, device_bounds + 2 * s.first_slice, s.slices, bytes, k, options.path,
-                                             lists[slot].data() + s.first_list * kcap, searching[launched++ & 1].get()),
+                                             rows_j, device_bounds + 3 * s.first_slice, s.slices, bytes, k,
+                                             options.path,
+                                             lists[slot].data() + s.first_list * kcap, tiles_j,
+                                             searching[launched++ & 1].get()),
             what.c_str());
     for (const search& s : backward)
       check(detail::launch_collection_search(base_j + (c.offsets[s.image] - first_j) * bytes, c.rows_of(s.image), base_i,
-                                             rows_i, device_bounds + 2 * s.first_slice, s.slices, bytes, 1, options.path,
-                                             reverse_lists[slot].data() + s.first_list * 2,
+                                             rows_i, device_bounds + 3 * s.first_slice, s.slices, bytes, 1,
+                                             options.path,
+                                             reverse_lists[slot].data() + s.first_list * 2, tiles_i,
                                              searching[launched++ & 1].get()),
             what.c_str());
     for (int i = 0; i < 2; ++i) {
@@ -273,7 +316,8 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
   // A group's pairs in rounds of at most round_rows pair-query rows (and pair-training rows) and
   // round_pairs pairs.
   auto queue_group = [&](const detail::block_pair_group& group, const std::uint8_t* base_i, std::int64_t first_i,
-                         std::int64_t rows_i, const std::uint8_t* base_j, std::int64_t first_j, std::int64_t rows_j) {
+                         std::int64_t rows_i, std::uint8_t* tiles_i, const std::uint8_t* base_j, std::int64_t first_j,
+                         std::int64_t rows_j, std::uint8_t* tiles_j) {
     for (std::size_t at = 0; at < group.pairs.size();) {
       std::vector<std::int64_t> list;
       for (std::int64_t q_rows = 0, t_rows = 0; at < group.pairs.size() && list.size() < pairs_cap; ++at) {
@@ -283,12 +327,14 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
         q_rows += c.rows_of(q.first), t_rows += c.rows_of(q.second);
         list.push_back(group.pairs[at]);
       }
-      queue_round(list, base_i, first_i, rows_i, base_j, first_j, rows_j);
+      queue_round(list, base_i, first_i, rows_i, tiles_i, base_j, first_j, rows_j, tiles_j);
     }
   };
 
   // ---- the groups of pairs, block by block ----
-  // The searches come after whatever the caller queued on the workspace's stream (rows on the GPU).
+  // The searches come after whatever the caller queued on the workspace's stream (rows on the GPU,
+  // tiled there first).
+  if (on_device) tile_block(0, c.rows, resident_tiles.data(), stream);
   check(cudaEventRecord(block_free.get(), stream), what.c_str());
   for (auto& s : searching) check(cudaStreamWaitEvent(s.get(), block_free.get(), 0), what.c_str());
   std::int64_t block_on_gpu = -1;  // the block in `resident`
@@ -306,12 +352,14 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
       check(cudaMemcpyAsync(resident.data(), c.rows + row_i * bytes, block_size(group.block_i),
                             cudaMemcpyHostToDevice, uploads.get()),
             what.c_str());
+      tile_block(group.block_i, resident.data(), resident_tiles.data(), uploads.get());
       check(cudaEventRecord(block_ready.get(), uploads.get()), what.c_str());
       for (auto& s : searching) check(cudaStreamWaitEvent(s.get(), block_ready.get(), 0), what.c_str());
       block_on_gpu = group.block_i;
     }
     if (!blocked || group.block_j == group.block_i) {
-      queue_group(group, base_i, first_i, rows_i, base_i, first_i, rows_i);
+      queue_group(group, base_i, first_i, rows_i, resident_tiles.data(), base_i, first_i, rows_i,
+                  resident_tiles.data());
       continue;
     }
     // Block j through a passing buffer: its copy (on the copy stream) waits only for the searches
@@ -320,13 +368,15 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
     const int slot = passing_slot;
     passing_slot ^= 1;
     if (passing_count++ >= 2) check(cudaStreamWaitEvent(uploads.get(), searched[slot].get(), 0), what.c_str());
+    const std::int64_t rows_j = std::int64_t(block_size(group.block_j) / row_bytes);
     check(cudaMemcpyAsync(passing[slot].data(), c.rows + row_j * bytes, block_size(group.block_j),
                           cudaMemcpyHostToDevice, uploads.get()),
           what.c_str());
+    tile_block(group.block_j, passing[slot].data(), passing_tiles[slot].data(), uploads.get());
     check(cudaEventRecord(block_ready.get(), uploads.get()), what.c_str());
     for (auto& s : searching) check(cudaStreamWaitEvent(s.get(), block_ready.get(), 0), what.c_str());
-    queue_group(group, base_i, first_i, rows_i, passing[slot].data(), row_j,
-                std::int64_t(block_size(group.block_j) / row_bytes));
+    queue_group(group, base_i, first_i, rows_i, resident_tiles.data(), passing[slot].data(), row_j, rows_j,
+                passing_tiles[slot].data());
     check(cudaEventRecord(searched[slot].get(), stream), what.c_str());
   }
   if (!pending.empty()) finish(pending.front());

@@ -24,13 +24,14 @@
 namespace multireduce::cuda::detail {
 
 /// Queues the search of `queries` rows at `query` against the slices of `train` whose row bounds
-/// are at `slice_bounds` (device memory, 2 per slice): each (query, slice) list of the Kcap nearest
+/// (and first tiles) are at `slice_bounds` (device memory, 3 per slice): each (query, slice) list of the Kcap nearest
 /// (distance, row of `train`) keys, sorted, at partials[(slice x queries + query) x Kcap]. No
-/// finish kernel: the lists are the pairs' answers.
+/// finish kernel: the lists are the pairs' answers. The wgmma kernel reads `train` from `tiles`
+/// (launch_wgmma_tiling_of made them; unused by the others).
 inline cudaError_t launch_collection_search(const std::uint8_t* query, std::int64_t queries, const std::uint8_t* train,
                                             std::int64_t train_rows, const std::int64_t* slice_bounds, int slices,
                                             int bytes, int k, match_path path, std::uint64_t* partials,
-                                            cudaStream_t stream) {
+                                            std::uint8_t* tiles, cudaStream_t stream) {
   if (queries == 0 || slices == 0) return cudaSuccess;
   // Every launch fills queries x slices lists: the warp tiles are chosen on that count.
   knn_config c{};
@@ -51,14 +52,40 @@ inline cudaError_t launch_collection_search(const std::uint8_t* query, std::int6
                                   slices,
                                   0,
                                   0,
-                                  slice_bounds};
+                                  slice_bounds,
+                                  c.wgmma ? tiles : nullptr};
   // The wgmma kernel takes a 1-D grid (its one instantiation reads the table); the others (query
   // blocks, slices).
   const knn_kernel_choice kernel = c.kcap <= 2 ? knn_kernel_for<2, false>(c) : knn_kernel_for<8, false>(c);
   if (const cudaError_t e = kernel.prepare(); e != cudaSuccess) return e;
   const dim3 grid = c.wgmma ? dim3(unsigned(std::int64_t(query_blocks) * slices)) : dim3(unsigned(query_blocks), unsigned(slices));
-  return launch(kernel.kernel, grid, kernel.threads, kernel.shared_bytes, stream, search,
-                bytes / 4);
+  return launch(kernel.kernel, grid, kernel.threads, kernel.shared_bytes, stream, search, bytes / 4);
+}
+
+/// Bytes an image of `rows` descriptors takes on the GPU: its rows and, for the wgmma kernel, its
+/// tiles (each image's tiles start a tile of their own).
+inline std::size_t image_device_bytes(const knn_config& c, std::size_t row_bytes, std::int64_t rows) {
+  constexpr std::int64_t tile = knn_tuning::wgmma_train_tile;
+  const std::size_t tiles = c.wgmma ? std::size_t((rows + tile - 1) / tile) : 0;
+  return std::size_t(rows) * row_bytes + tiles * std::size_t(wgmma_tile_bytes(c.units));
+}
+
+/// Lays the `images` images of a descriptor buffer (`count` rows at `rows`) out as the wgmma
+/// kernel's tiles at `tiles`, image s's rows [bounds[3s], bounds[3s + 1]) from tile bounds[3s + 2]
+/// on (`bounds` in device memory; `largest`: the most rows of an image); nothing for the other kernels.
+inline cudaError_t launch_image_tiling(const knn_config& c, const std::uint8_t* rows, std::int64_t count,
+                                       const std::int64_t* bounds, std::int64_t images, std::int64_t largest, int bytes,
+                                       std::uint8_t* tiles, cudaStream_t stream) {
+  if (!c.wgmma || images == 0 || count == 0) return cudaSuccess;
+  knn_launch one{};
+  one.count = 1;
+  knn_problem& p = one.problem[0];
+  p.train = reinterpret_cast<const std::uint32_t*>(rows);
+  p.trains = static_cast<std::int32_t>(count);
+  p.slices = static_cast<std::int32_t>(images);
+  p.slice_bounds = bounds;
+  p.tiles = tiles;
+  return launch_knn_tiling(knn_kernel_for<2, false>(c), one, largest, bytes / 4, stream);
 }
 
 /// One pair of a round, for the accept kernel: where its lists are and where its outputs go.
@@ -114,13 +141,15 @@ __global__ void accept_round_kernel(const round_pair* pairs, const std::uint64_t
   }
 }
 
-/// Contiguous runs of images whose rows fit `block_bytes` each (an image larger than that is a
-/// block of its own; the caller checks it fits): block b is images [first[b], first[b + 1]).
-inline std::vector<std::int64_t> image_blocks(const descriptor_collection& c, std::size_t block_bytes) {
+/// Contiguous runs of images whose `image_bytes(n)` fit `block_bytes` each (an image larger than
+/// that is a block of its own; the caller checks it fits): block b is images [first[b], first[b + 1]).
+template <class ImageBytes>
+inline std::vector<std::int64_t> image_blocks(const descriptor_collection& c, std::size_t block_bytes,
+                                              ImageBytes&& image_bytes_of) {
   std::vector<std::int64_t> first{0};
   std::size_t bytes = 0;
   for (std::int64_t n = 0; n < c.images(); ++n) {
-    const std::size_t image_bytes = std::size_t(c.rows_of(n)) * std::size_t(c.bytes);
+    const std::size_t image_bytes = image_bytes_of(n);
     if (bytes > 0 && bytes + image_bytes > block_bytes) first.push_back(n), bytes = 0;
     bytes += image_bytes;
   }

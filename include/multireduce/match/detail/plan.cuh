@@ -6,6 +6,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -53,10 +54,11 @@ struct knn_kernel_choice {
   void (*kernel)(knn_launch, int);
   int threads;
   int shared_bytes = 0;  // dynamic shared memory
-  /// Allows the kernel its dynamic shared memory (past the default 48 KB with the static).
+  void (*tiling)(knn_launch, int) = nullptr;  // the wgmma kernel's: lays its training slices out first
+  /// Allows the kernel its dynamic shared memory (past the default 48 KB with the static; asked
+  /// once per device).
   cudaError_t prepare() const {
-    return shared_bytes > 0 ? cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes)
-                            : cudaSuccess;
+    return shared_bytes > 0 ? allow_dynamic_shared(kernel, std::size_t(shared_bytes)) : cudaSuccess;
   }
 };
 template <int Kcap, bool Batch>
@@ -65,7 +67,9 @@ knn_kernel_choice knn_kernel_for(const knn_config& c) {
     constexpr int U = decltype(units)::value;
     // One wgmma kernel for lone searches and batches (a 1-D grid and the table's look-up once per
     // block): half the instantiations, and its registers are not the limit there.
-    if (c.wgmma) return {knn_wgmma_kernel<U, Kcap>, knn_tuning::wgmma_block_threads, wgmma_shared_bytes(U)};
+    if (c.wgmma)
+      return {knn_wgmma_kernel<U, Kcap>, knn_tuning::wgmma_block_threads, wgmma_shared_bytes(U),
+              knn_wgmma_tile_kernel<U>};
     if (c.tensor && c.m_tiles == 4 && U <= 2 && Kcap == 2)
       return {knn_tensor_kernel<U <= 2 ? U : 2, 2, 4, Batch>, knn_tuning::tensor_block_threads};
     if (c.tensor) return {knn_tensor_kernel<U, Kcap, Kcap <= 2 ? 2 : 1, Batch>, knn_tuning::tensor_block_threads};
@@ -79,9 +83,19 @@ knn_kernel_choice knn_kernel_for(const knn_config& c) {
   }
 }
 
-/// Whether the current GPU runs the warpgroup kernel: an sm_90 GPU and code built for sm_90a.
+/// Whether the current GPU runs the warpgroup kernel: an sm_90 GPU and code built for sm_90a (the
+/// kernel's attributes asked once per device).
+struct wgmma_built_fact {};
 inline bool wgmma_usable(int major, int minor) {
-  return major == 9 && minor == 0 && wgmma_kernel_built(reinterpret_cast<const void*>(knn_wgmma_kernel<1, 2>));
+  if (major != 9 || minor != 0) return false;
+  const void* kernel = reinterpret_cast<const void*>(knn_wgmma_kernel<1, 2>);
+  int built = 0;
+  if (asked_once<wgmma_built_fact>(kernel, 0, 0, built, [&](int& value) {
+        value = wgmma_kernel_built(kernel) ? 1 : 0;
+        return cudaSuccess;
+      }) != cudaSuccess)
+    return false;
+  return built != 0;
 }
 
 /// The kernel and tile shape for descriptors of `bytes`, k neighbours and `lists` (query, slice)
@@ -131,8 +145,12 @@ inline cudaError_t configure_knn(const knn_pair* pairs, int count, int bytes, in
     const knn_kernel_choice lone = c.kcap <= 2 ? knn_kernel_for<2, false>(c) : knn_kernel_for<8, false>(c);
     int per_sm = 0;
     if (const cudaError_t e = lone.prepare(); e != cudaSuccess) return e;
-    if (const cudaError_t e =
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, lone.kernel, lone.threads, lone.shared_bytes);
+    if (const cudaError_t e = asked_once<resident_blocks_fact>(
+            reinterpret_cast<const void*>(lone.kernel), lone.threads, std::size_t(lone.shared_bytes), per_sm,
+            [&](int& value) {
+              return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&value, lone.kernel, lone.threads,
+                                                                   lone.shared_bytes);
+            });
         e != cudaSuccess)
       return e;
     c.resident = std::int64_t(per_sm) * sm_count();
@@ -201,19 +219,47 @@ inline knn_pair_plan plan_knn_pair(const knn_config& c, const knn_pair& p) {
   return plan;
 }
 
-/// The search kernel of one launch's searches, then the finish kernel that merges their slices.
+/// Bytes of a search's tiles for the wgmma kernel (none for the others): `trains` rows in
+/// `slices` even slices (wgmma_first_tile).
+inline std::size_t knn_tiled_bytes(const knn_config& c, std::int64_t trains, std::int64_t slices) {
+  return c.wgmma ? std::size_t(wgmma_tiles_bound(trains, slices)) * std::size_t(wgmma_tile_bytes(c.units)) : 0;
+}
+
+/// The wgmma kernel's tiling of a launch's training slices (each search's `tiles`): a block per
+/// tile of the longest slice (most_slice_rows), per slice of the most sliced search (up to 65535;
+/// the blocks loop over the rest), per search.
+inline cudaError_t launch_knn_tiling(const knn_kernel_choice& kernel, const knn_launch& searches,
+                                     std::int64_t most_slice_rows, int words, cudaStream_t stream) {
+  int most_slices = 1;
+  for (int i = 0; i < searches.count; ++i) most_slices = std::max(most_slices, searches.problem[i].slices);
+  const std::int64_t tiles = (most_slice_rows + knn_tuning::wgmma_train_tile - 1) / knn_tuning::wgmma_train_tile;
+  const dim3 grid(static_cast<unsigned>(tiles < 1 ? 1 : tiles), static_cast<unsigned>(std::min(most_slices, 65535)),
+                  static_cast<unsigned>(searches.count));
+  return launch(kernel.tiling, grid, knn_tuning::wgmma_train_tile, 0, stream, searches, words);
+}
+
+/// The search kernel of one launch's searches (after the wgmma kernel's tiling), then the finish
+/// kernel that merges their slices.
 template <int Kcap>
 cudaError_t launch_knn_kernels(const knn_config& c, const knn_launch& searches, int blocks, int words, int k,
-                               std::int64_t most_queries, cudaStream_t stream) {
+                               std::int64_t most_queries, std::int64_t most_slice_rows, cudaStream_t stream) {
   // One search: a (query blocks, slices) grid; several, or the wgmma kernel: a 1-D grid and the
   // table search.
   const bool batch = searches.count > 1 || c.wgmma;
   const knn_kernel_choice search = batch ? knn_kernel_for<Kcap, true>(c) : knn_kernel_for<Kcap, false>(c);
   const dim3 grid = batch ? dim3(blocks) : dim3(searches.problem[0].query_blocks, searches.problem[0].slices);
   if (const cudaError_t e = search.prepare(); e != cudaSuccess) return e;
-  if (const cudaError_t e = launch(search.kernel, grid, search.threads, search.shared_bytes, stream, searches, words);
-      e != cudaSuccess)
-    return e;
+  if (search.tiling != nullptr)
+    if (const cudaError_t e = launch_knn_tiling(search, searches, most_slice_rows, words, stream); e != cudaSuccess)
+      return e;
+  // The wgmma kernel overlaps the tiling's end (programmatic dependent launch; it waits for the
+  // tiles before reading them).
+  const cudaError_t searched =
+      search.tiling != nullptr
+          ? launch_overlapped(search.kernel, static_cast<int>(grid.x), search.threads, search.shared_bytes, stream,
+                              searches, words)
+          : launch(search.kernel, grid, search.threads, search.shared_bytes, stream, searches, words);
+  if (searched != cudaSuccess) return searched;
   constexpr int threads = knn_tuning::finish_threads;
   const std::int64_t x = (most_queries + threads - 1) / threads;
   return launch(knn_finish_kernel<Kcap>, dim3(static_cast<unsigned>(x < 1 ? 1 : x > 65535 ? 65535 : x), searches.count),
@@ -221,25 +267,51 @@ cudaError_t launch_knn_kernels(const knn_config& c, const knn_launch& searches, 
 }
 
 /// The host function: configure the call, carve the temporary storage (each search's partial
-/// lists, one after the other), and launch the searches in launches of up to knn_launch_capacity.
+/// lists, one after the other, and for the wgmma kernel the tiled training sets of the largest
+/// launch, which each launch reuses in stream order), and launch the searches in launches of up
+/// to knn_launch_capacity.
 inline cudaError_t knn_hamming_batched(void* temp_storage, std::size_t& temp_bytes, const knn_pair* pairs, int count,
                                        int bytes, int k, match_path path, cudaStream_t stream) {
   knn_config c{};
   if (const cudaError_t e = configure_knn(pairs, count, bytes, k, path, c); e != cudaSuccess) return e;
-  std::size_t needed = 0;
-  for (int i = 0; i < count; ++i) needed += plan_knn_pair(c, pairs[i]).partial_bytes;
-  temporary_storage<1> temp{{needed}};
+  // Launches of up to knn_launch_capacity searches with queries and under 2^31 blocks (searches
+  // without queries need nothing): `next_launch` says whether a search starts a new one.
+  auto next_launch = [](int searches, std::int64_t blocks, std::int64_t more_blocks) {
+    return searches == knn_launch_capacity || blocks + more_blocks > INT32_MAX;
+  };
+  std::size_t partial_bytes = 0, tiled_bytes = 0;
+  {
+    std::size_t launch_tiled = 0;
+    int searches = 0;
+    std::int64_t blocks = 0;
+    for (int i = 0; i < count; ++i) {
+      const knn_pair_plan plan = plan_knn_pair(c, pairs[i]);
+      partial_bytes += plan.partial_bytes;
+      if (pairs[i].queries == 0) continue;
+      const std::int64_t pair_blocks = std::int64_t(plan.query_blocks) * plan.slices;
+      if (next_launch(searches, blocks, pair_blocks)) {
+        tiled_bytes = std::max(tiled_bytes, launch_tiled);
+        launch_tiled = 0, searches = 0, blocks = 0;
+      }
+      launch_tiled += knn_tiled_bytes(c, pairs[i].trains, plan.slices);
+      ++searches, blocks += pair_blocks;
+    }
+    tiled_bytes = std::max(tiled_bytes, launch_tiled);
+  }
+  temporary_storage<2> temp{{partial_bytes, tiled_bytes}};
   if (cudaError_t status; !temp.bind(temp_storage, temp_bytes, status)) return status;
-  // Launches of up to knn_launch_capacity searches (searches without queries need nothing).
   knn_launch launch{};
-  std::int64_t blocks = 0, most_queries = 0;
+  std::int64_t blocks = 0, most_queries = 0, most_slice_rows = 0;
   char* partials = temp.get<char>(0);
+  std::uint8_t* tiled = temp.get<std::uint8_t>(1);
   auto flush = [&]() -> cudaError_t {
     if (launch.count == 0) return cudaSuccess;
+    const int words = bytes / 4, b = static_cast<int>(blocks);
     const cudaError_t e =
-        c.kcap <= 2 ? launch_knn_kernels<2>(c, launch, static_cast<int>(blocks), bytes / 4, k, most_queries, stream)
-                    : launch_knn_kernels<8>(c, launch, static_cast<int>(blocks), bytes / 4, k, most_queries, stream);
-    launch.count = 0, blocks = 0, most_queries = 0;
+        c.kcap <= 2 ? launch_knn_kernels<2>(c, launch, b, words, k, most_queries, most_slice_rows, stream)
+                    : launch_knn_kernels<8>(c, launch, b, words, k, most_queries, most_slice_rows, stream);
+    launch.count = 0, blocks = 0, most_queries = 0, most_slice_rows = 0;
+    tiled = temp.get<std::uint8_t>(1);
     return e;
   };
   for (int i = 0; i < count; ++i) {
@@ -247,16 +319,18 @@ inline cudaError_t knn_hamming_batched(void* temp_storage, std::size_t& temp_byt
     if (pair.queries == 0) continue;
     const knn_pair_plan plan = plan_knn_pair(c, pair);
     const std::int64_t pair_blocks = std::int64_t(plan.query_blocks) * plan.slices;
-    if (launch.count == knn_launch_capacity || blocks + pair_blocks > INT32_MAX)
+    if (next_launch(launch.count, blocks, pair_blocks))
       if (const cudaError_t e = flush(); e != cudaSuccess) return e;
     launch.problem[launch.count++] = knn_problem{
         reinterpret_cast<const std::uint32_t*>(pair.query), reinterpret_cast<const std::uint32_t*>(pair.train),
         reinterpret_cast<std::uint64_t*>(partials), pair.idx, pair.dist, static_cast<std::int32_t>(pair.queries),
         static_cast<std::int32_t>(pair.trains), static_cast<std::int32_t>(pair.first_train_index), plan.query_blocks,
-        plan.slices, static_cast<std::int32_t>(blocks), pair.merge ? 1 : 0, nullptr};
+        plan.slices, static_cast<std::int32_t>(blocks), pair.merge ? 1 : 0, nullptr, c.wgmma ? tiled : nullptr};
     partials += plan.partial_bytes;
+    tiled += knn_tiled_bytes(c, pair.trains, plan.slices);
     blocks += pair_blocks;
-    if (pair.queries > most_queries) most_queries = pair.queries;
+    most_queries = std::max<std::int64_t>(most_queries, pair.queries);
+    most_slice_rows = std::max<std::int64_t>(most_slice_rows, (pair.trains + plan.slices - 1) / plan.slices);
   }
   return flush();
 }

@@ -98,14 +98,18 @@ struct knn_problem {
   std::int32_t query_blocks, slices;
   std::int32_t first_block;
   std::int32_t merge;  // the finish merges with the lists already in idx/dist
-  /// Null: the slices cut the training rows evenly. Else slice s is rows [slice_bounds[2s],
-  /// slice_bounds[2s + 1]) of `train` (device memory): the collection matcher's slices are its
-  /// training images, so each slice's partial lists are one image pair's k-NN lists.
+  /// Null: the slices cut the training rows evenly. Else slice s is rows [slice_bounds[3s],
+  /// slice_bounds[3s + 1]) of `train` (device memory), and slice_bounds[3s + 2] is its first tile
+  /// in `tiles` (the wgmma kernel's): the collection matcher's slices are its training images, so
+  /// each slice's partial lists are one image pair's k-NN lists.
   const std::int64_t* slice_bounds;
+  /// The wgmma kernel's training slices as tiles (wgmma_tile_bytes each; slice s from tile
+  /// wgmma_first_tile on), written by its tiling kernel.
+  std::uint8_t* tiles;
 };
 
-/// The problems of one launch, a kernel parameter (under the portable 4 KB: 48 x 80 bytes).
-inline constexpr int knn_launch_capacity = 48;
+/// The problems of one launch, a kernel parameter (under the portable 4 KB: 46 x 88 bytes).
+inline constexpr int knn_launch_capacity = 46;
 struct knn_launch {
   knn_problem problem[knn_launch_capacity];
   int count;
@@ -148,7 +152,7 @@ __device__ __forceinline__ void store_list(std::uint64_t* partials, std::int64_t
 /// The training rows of slice `slice` of problem p: [begin, end).
 __device__ __forceinline__ void slice_rows(const knn_problem& p, int slice, std::int64_t& begin, std::int64_t& end) {
   if (p.slice_bounds != nullptr) {
-    begin = p.slice_bounds[2 * slice], end = p.slice_bounds[2 * slice + 1];
+    begin = p.slice_bounds[3 * slice], end = p.slice_bounds[3 * slice + 1];
     return;
   }
   begin = std::int64_t(p.trains) * slice / p.slices;

@@ -39,14 +39,15 @@ namespace multireduce::cuda::detail {
 /// a probe of knn_hamming at 65,536^2 and 10,000^2, k = 2, random descriptors, median of 10,
 /// against the mma.sync kernel in the same process (3.32 / 2.44 T/s at 256 / 512 bits, 65,536^2;
 /// 0.95 / 0.86 at 10,000^2); then 2026-11-27, the same probe (the epilogue's changes, the
-/// pipeline, the slices, the loop's own instructions, the ring's size), and `bash
-/// scripts/device_match.sh OUT tests bench ncu match-all` (the standing figures: 5.517 / 4.662 T/s
-/// at 65,536^2, 2.164 / 1.945 at 10,000^2, 2026-11-27T12:44Z, record docs/results/h200/match.json;
-/// ncu: the tensor pipe 19.1% busy, issue slots 56%). The runs, and what was tried and not kept, in
-/// docs/tuning-log.md:
+/// pipeline, the slices, the loop's own instructions, the ring's size, the tiling kernel), and
+/// `bash scripts/device_match.sh OUT tests bench ncu match-all` (the standing figures: 6.466 /
+/// 5.672 T/s at 65,536^2, 2.344 / 2.172 at 10,000^2, 2026-11-27T15:47Z, record
+/// docs/results/h200/match.json; ncu: the tensor pipe 22.6% busy, issue slots 55%). The runs, and
+/// what was tried and not kept, in docs/tuning-log.md:
 ///  - wgmma_block_threads = 512 (4 warpgroups of 64 queries), wgmma_train_tile = 256 rows (two
 ///    m64n128k256 wgmmas per 256-bit chunk), wgmma_block_queries = 256, wgmma_blocks_per_sm = 1:
-///    each training row is copied and popcounted once per 256 queries. With the epilogue removed
+///    each training tile is read by a block once per 256 queries. With the epilogue removed (and
+///    each block copying and popcounting its tiles, before the tiling kernel)
 ///    the kernel ran 4.1 / 2.3 T/s with 64 queries a block, 7.8 / 4.4 with 128 and 14.9 / 8.4 with
 ///    256 (the raw wgmma rate: 30.3 / 15.2); with it, 4.19 / 3.56 T/s at 65,536^2 (128 queries a
 ///    block: 3.53 / 2.92) (2026-11-26). Two m64n64 wgmmas into two accumulator sets in turn (the
@@ -55,38 +56,33 @@ namespace multireduce::cuda::detail {
 ///  - `automatic` takes the wgmma kernel wherever it is usable: with the 2026-11-27 epilogue (measured
 ///    while the slow path still had the group-of-four mask and the slices' cost counted single
 ///    rows: both changes since made it faster) it is the faster at every size measured, 1000^2 (0.043 against 0.019 T/s), 3000^2 (0.356 / 0.205),
-///    10,000^2 (1.562 / 0.952), 256-bit, 512-bit alike (probe, 2026-11-27), and 65,536^2 (5.52 /
+///    10,000^2 (1.562 / 0.952), 256-bit, 512-bit alike (probe, 2026-11-27), and 65,536^2 (6.47 /
 ///    3.34, the standing run). (Before, at 10,000^2 its 256-query blocks lost: 0.80 against 0.95 T/s.)
-///  - wgmma_stages, wgmma_arrive_ahead, wgmma_copy_ahead: the ring of tiles in shared memory (10
-///    up to 512 bits, 7 at 768, 5 at 1024), a tile's copies issued 4 tiles (2 at 1024 bits) before
-///    its search and each thread's part marked in 2 tiles (1) before it, so that a warp waits for
-///    the others only when they are 2 tiles behind: 4.37 / 3.76 T/s with the old ring (4 tiles,
-///    copies 2 ahead, each mark in its tile's turn), 4.72 / 4.06 with 7 tiles (65,536^2,
-///    2026-11-27, probe). With the loop's cheaper counters (2026-11-27T12:36Z, probe): 10 tiles
-///    5.496 / 4.654 against 7 tiles 5.438 / 4.605, 10,000^2 1.978 / 1.782 against 1.874 / 1.697;
-///    10 tiles with marks and copies 3 ahead 5.554 / 4.601, 10,000^2 1.923 / 1.699; 12 tiles, 4 and
-///    3 ahead, at 256 bits 5.513, 10,000^2 1.871. At 768 and 1024 bits 10 tiles do not fit the
-///    shared memory (227 KB a block). Before, 6 or 8 stages of the old ring measured the same as 4
-///    (3.49 / 3.55 against 3.53 T/s at 256 bits, 128-query blocks).
+///  - wgmma_stages: the ring of tiles in shared memory (10 up to 512 bits, 7 at 768, 5 at 1024),
+///    each refilled by one bulk copy of the tile a ring later, which the last warp done with it
+///    issues. With the tiling kernel and those copies (2026-11-27T15:17Z, probe, 65,536^2 /
+///    10,000^2 / the probe's batch of 155 pairs, 256 bits): 6, 8, 10 and 12 tiles (11 at 512 bits)
+///    within 0.3% of each other (6.378 / 6.384 / 6.369 / 6.379 T/s; 10,000^2 2.32-2.34; the batch
+///    1.62-1.64); 10 kept. Before them, with each thread copying its half row and marking it in (its
+///    popcount, a proxy fence, an mbarrier), 10 tiles took 5.496 / 4.654 T/s against 5.438 / 4.605
+///    with 7 (2026-11-27T12:36Z). At 768 and 1024 bits 10 tiles do not fit the shared memory (227
+///    KB a block with the epilogue's 32 KB).
 ///  - wgmma_block_overhead_rows = 512: a lone search takes the slices that minimise waves x (rows
 ///    of a slice in wgmmas of 128 + 512) (slices_for_wgmma; at least a tile's 256 rows each):
 ///    10,000^2 picks 3 slices, the best of the 11 counts measured from 1 to 20 (1.743 T/s at 256 bits; 6 slices 1.486,
 ///    13 slices, the whole-wave rule's choice, 1.269; 512-bit alike), 3000^2 picks 8, the best
 ///    measured there (0.432 T/s; 5 slices 0.357) (2026-11-27, probe sweeping the slices).
 ///  - Registers: at most 128 a thread (512 threads, one block an SM): k <= 2 fits without spills;
-///    k > 2 spills (ptxas -v for sm_90a, CUDA 13.0, 2026-11-27T12:58Z: 88 bytes of stack at 256
-///    bits, 136 at 1024; 80 and 128 before the ring's counters).
+///    k > 2 spills (ptxas -v for sm_90a, CUDA 13.0, 2026-11-27T16:01Z: 88 bytes of stack at 256
+///    bits, 128 at 1024, with the tiling kernel; 88 and 136 before it, 80 and 128 before the ring's
+///    counters).
 struct knn_tuning {
   static constexpr int popcount_block_threads = 256, tensor_block_threads = 128, tensor_train_tile = 128;
   static constexpr int wgmma_block_threads = 512, wgmma_train_tile = 256, wgmma_block_queries = 256;
   static constexpr int wgmma_blocks_per_sm = 1;
   static constexpr double wgmma_block_overhead_rows = 512;
-  /// Shared-memory buffers of the wgmma kernel's ring (at least ahead + copy_ahead + 1).
+  /// Shared-memory buffers of the wgmma kernel's ring of tiles.
   __host__ __device__ static constexpr int wgmma_stages(int chunks) { return chunks <= 2 ? 10 : chunks == 3 ? 7 : 5; }
-  /// Tiles ahead of its search that a thread marks its part of a tile in, and tiles between a
-  /// copy and that mark.
-  __host__ __device__ static constexpr int wgmma_arrive_ahead(int chunks) { return chunks <= 3 ? 2 : 1; }
-  __host__ __device__ static constexpr int wgmma_copy_ahead(int chunks) { return chunks <= 3 ? 2 : 1; }
   static constexpr int popcount_blocks_per_sm = 32, tensor_blocks_per_sm = 8, finish_threads = 256;
   static constexpr std::int64_t min_slice_rows = 512;
   static constexpr double whole_wave_fill = 0.95;

@@ -1,7 +1,9 @@
 // multireduce/match/detail/wgmma_kernel.cuh -- the warpgroup tensor-core matcher (sm_90a: H100,
 // H200). wgmma.mma_async m64n128k256 on b1 operands with .and.popc gives popc(a AND b) for a 64 x
 // 128 tile of (query, training row) pairs per instruction and warpgroup; the queries stay in
-// registers (A), the training rows are staged in shared memory (B). The epilogue works on two
+// registers (A), the training rows come into shared memory (B) as tiles that a small tiling kernel
+// lays out beforehand (wgmma's layout, the rows' popcounts beside them), one bulk copy a tile,
+// so that no search block copies rows or counts bits. The epilogue works on two
 // pairs per instruction: the distances less the query's popcount, biased to be non-negative, fit
 // 16 bits, so a pair of columns is one packed word, one byte-permute and one multiply-add make it,
 // and a three-way 16-bit min (VIMNMX3.U16x2) folds two words into the row's minimum over the tile.
@@ -36,13 +38,6 @@ inline constexpr std::uint32_t wgmma_bias = 1024, wgmma_open = 0x7fff, wgmma_pad
 static_assert(2 * wgmma_bias < wgmma_open && wgmma_open < 0x8000);
 
 #if defined(MULTIREDUCE_MATCH_WGMMA_BODY)
-
-/// Copies the 16 bytes at `from` (valid_bytes of them; zeros for the rest) into shared memory.
-__device__ __forceinline__ void copy_async16_fill(void* to, const void* from, int valid_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(to))),
-               "l"(from), "r"(valid_bytes)
-               : "memory");
-}
 
 /// A wgmma shared-memory descriptor without swizzling: 8 x 16-byte core matrices, `k_step` bytes
 /// apart along K (the leading dimension), `row_step` bytes apart along N.
@@ -161,11 +156,11 @@ struct wgmma_rows {
     share_limits();
   }
 
-  /// Inserts row h's columns below its limit (`limits`: in both halves). A bit per column below it (word j's halves go to
-  /// bits 2j and 2j + 16 for j < 8, 2(j - 8) + 1 and 2(j - 8) + 17 above: one shift and one OR a
-  /// word), the words parked in shared memory, and one insertion loop over the bits (a single copy
-  /// of the insertion, and no local memory). The keys are whole (distance, index), so the order of
-  /// the insertions does not matter.
+  /// Inserts row h's columns below its limit (`limits`: in both halves). A bit per column below
+  /// it (word j's halves go to bits 2j and 2j + 16 for j < 8, 2(j - 8) + 1 and 2(j - 8) + 17 above:
+  /// one shift and one OR a word), the words parked in shared memory, and one insertion loop over
+  /// the bits (a single copy of the insertion, and no local memory). The keys are whole (distance,
+  /// index), so the order of the insertions does not matter.
   __device__ __forceinline__ void insert_below(const std::uint32_t (&e)[16], int h, std::uint32_t limits,
                                                std::int32_t column0, uint4* spill, int stride) {
     std::uint32_t below = 0;
@@ -210,160 +205,165 @@ struct wgmma_rows {
 
 #endif  // MULTIREDUCE_MATCH_WGMMA_BODY
 
+/// One training tile as the wgmma kernel reads it (the tiling kernel writes them, the search
+/// copies each whole into shared memory): its 256 rows' C 256-bit chunks laid out as wgmma's
+/// no-swizzle K-major core matrices (chunk c, row r, half h of 16 bytes at c x 8192 + (r / 8) x
+/// 256 + h x 128 + (r % 8) x 16), then the rows' biased popcounts, two rows (2p, 2p + 1) a word,
+/// ordered so that lane t of a group reads its 16 words of each 128 rows with four 16-byte loads.
+/// Rows past the slice's end are zeros with the popcount wgmma_padding.
+__host__ __device__ inline constexpr int wgmma_tile_bytes(int chunks) {
+  return chunks * knn_tuning::wgmma_train_tile * 32 + knn_tuning::wgmma_train_tile / 2 * 4;
+}
+
+/// Where slice s of a search (rows [begin, end) of its training set) has its tiles: from tile
+/// begin / 256 + s of the search's tiles on, or where the slice's bounds say (the collection's
+/// images). The first rule never lets two slices' tiles overlap (slice s has at most (end -
+/// begin) / 256 + 1 tiles), whatever the bounds, and a set of `trains` rows in `slices` slices
+/// takes at most wgmma_tiles_bound tiles.
+__host__ __device__ inline std::int64_t wgmma_even_first_tile(std::int64_t begin, int slice) {
+  return begin / knn_tuning::wgmma_train_tile + slice;
+}
+__device__ __forceinline__ std::int64_t wgmma_first_tile(const knn_problem& p, int slice, std::int64_t begin) {
+  return p.slice_bounds != nullptr ? p.slice_bounds[3 * slice + 2] : wgmma_even_first_tile(begin, slice);
+}
+inline std::int64_t wgmma_tiles_bound(std::int64_t trains, std::int64_t slices) {
+  return trains / knn_tuning::wgmma_train_tile + slices + 1;
+}
+
+/// One tile of the tiling kernel: rows [first, first + 256) of `train` that are below `end` (the
+/// rest zeros with the padding popcount), a thread a row, at `to`.
+template <int C>
+__device__ __forceinline__ void tile_rows(const std::uint32_t* train, std::int64_t first, std::int64_t end, int words,
+                                          std::uint8_t* to) {
+  constexpr int chunk_bytes = knn_tuning::wgmma_train_tile * 32;
+  const int r = static_cast<int>(threadIdx.x);
+  const bool in = first + r < end;
+  const std::uint32_t* from = train + (in ? (first + r) * words : 0);
+  int ones = 0;
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      std::uint32_t v[4];
+#pragma unroll
+      for (int w = 0; w < 4; ++w) {
+        const int word = c * 8 + h * 4 + w;
+        v[w] = in && word < words ? __ldg(from + word) : 0u;
+        ones += __popc(v[w]);
+      }
+      *reinterpret_cast<uint4*>(to + c * chunk_bytes + (r >> 3) * 256 + h * 128 + (r & 7) * 16) =
+          make_uint4(v[0], v[1], v[2], v[3]);
+    }
+  }
+  const std::uint32_t biased = in ? std::uint32_t(ones) + wgmma_bias : wgmma_padding;
+  const std::uint32_t next = __shfl_down_sync(0xffffffffu, biased, 1);  // row r + 1
+  if ((r & 1) == 0) {
+    const int pair = r >> 1;
+    reinterpret_cast<std::uint32_t*>(to + C * chunk_bytes)[(pair >> 6) * 64 + (pair & 3) * 16 + ((pair & 63) >> 2)] =
+        biased | (next << 16);
+  }
+}
+
+/// The tiling kernel: block (x, y, z) writes tile x of slices y, y + gridDim.y, ... of search z of
+/// the launch into the search's tiles (knn_problem::tiles), a thread a row (its popcount with
+/// it), so that the search reads each tile with one bulk copy and counts no bits. Blocks past a
+/// slice's tiles, a search's slices or the launch's searches do nothing.
+template <int C>
+__global__ void __launch_bounds__(knn_tuning::wgmma_train_tile)
+    knn_wgmma_tile_kernel(const __grid_constant__ knn_launch launch, int words) {
+  constexpr int tile = knn_tuning::wgmma_train_tile;
+  allow_next_grid();  // the search's blocks start meanwhile, and wait for this grid's end to read
+  if (static_cast<int>(blockIdx.z) >= launch.count) return;
+  const knn_problem& p = launch.problem[blockIdx.z];
+  for (int slice = static_cast<int>(blockIdx.y); slice < p.slices; slice += static_cast<int>(gridDim.y)) {
+    std::int64_t begin, end;
+    slice_rows(p, slice, begin, end);
+    const std::int64_t first = begin + std::int64_t(blockIdx.x) * tile;
+    if (first < end)  // the same in the block
+      tile_rows<C>(p.train, first, end, words,
+                   p.tiles + (wgmma_first_tile(p, slice, begin) + blockIdx.x) * wgmma_tile_bytes(C));
+  }
+}
 /// Block: wgmma_block_threads / 128 warpgroups, each with 64 queries' A fragments in registers
 /// (warp w of the block holds rows 16w .. 16w + 15 of the block's queries), sharing the training
 /// tiles of wgmma_train_tile rows, searched 128 rows at a time (one wgmma per 256-bit chunk).
-/// The tiles come through shared memory (dynamic, wgmma_shared_bytes) in a ring of `stages`
-/// buffers, laid out as wgmma's no-swizzle K-major core matrices: for 256-bit chunk c, row r's half
-/// h (16 bytes) at c x 32 x tile + (r / 8) x 256 + h x 128 + (r % 8) x 16. Beside each tile, the
-/// biased popcounts of its rows, packed two columns (2p, 2p + 1) per word and ordered so that lane t
-/// of a group reads its 16 words of each 128 rows with four 16-byte loads.
-/// cp.async copies tile j + ahead + copy_ahead while tile j is searched (knn_tuning); mbarriers,
-/// not block barriers, say when a tile is in and when its buffer is free.
+/// The tiles (wgmma_tile_bytes, as the tiling kernel wrote them) come through shared memory
+/// (dynamic, wgmma_shared_bytes) in a ring of `stages` buffers, each filled by one bulk copy, which
+/// the last warp done with a buffer issues for its next tile; an mbarrier a buffer, not block
+/// barriers, says when its tile is in.
 /// Accumulator layout (lane: g = lane / 4, t = lane % 4): d[4j], d[4j+1] = row g, columns 8j + 2t
 /// and + 1; d[4j+2], d[4j+3] = row g + 8, the same columns.
 template <int C, int Kcap>
 __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::wgmma_blocks_per_sm)
     knn_wgmma_kernel(const __grid_constant__ knn_launch launch, int words) {
 #if defined(MULTIREDUCE_MATCH_WGMMA_BODY)
-  constexpr int tile = knn_tuning::wgmma_train_tile, chunk_bytes = tile * 32;
+  constexpr int tile = knn_tuning::wgmma_train_tile, chunk_bytes = tile * 32, tile_bytes = wgmma_tile_bytes(C);
   constexpr int stages = knn_tuning::wgmma_stages(C);
   constexpr int threads = knn_tuning::wgmma_block_threads, warps = threads / 32;
-  static_assert(threads == 2 * tile && tile % 128 == 0, "one half of a training row per thread, wgmmas of 128 rows");
+  static_assert(tile % 128 == 0 && tile_bytes % 128 == 0, "wgmmas of 128 rows, tiles 128-byte aligned");
   constexpr int parts = tile / 128;  // wgmmas (and searches) of 128 rows a tile
-  extern __shared__ __align__(128) std::uint8_t rows[];  // stages x C x chunk_bytes
-  __shared__ __align__(16) std::uint32_t packed_popc[stages][tile / 2];  // 64 words per 128 rows
+  extern __shared__ __align__(128) std::uint8_t ring[];  // stages x tile_bytes
   __shared__ uint4 spill[4][threads];  // the epilogue's parked words, thread-minor (no bank conflicts)
   const knn_block at = locate_block<true>(launch);  // always a 1-D grid over the launch's table
   const knn_problem& p = launch.problem[at.problem];
-  const std::uint32_t* query = p.query;
-  const std::uint32_t* train = p.train;
-  const std::int64_t queries = p.queries;
   cuda_lane lane;
   const int g = lane.id() >> 2, t = lane.id() & 3;
   const std::int64_t row0 = std::int64_t(at.query_block) * knn_tuning::wgmma_block_queries + lane.warp_id() * 16 + g;
   std::uint32_t a[C][4];
   wgmma_rows<Kcap> mine;
   {
-    load_query_fragments<C>(query, queries, words, row0, t, a, mine.query_popc);
+    load_query_fragments<C>(p.query, p.queries, words, row0, t, a, mine.query_popc);
 #pragma unroll
     for (int h = 0; h < 2; ++h) mine.best[h].clear(), mine.limit[h] = wgmma_open;
   }
 
   std::int64_t begin, end;
   slice_rows(p, at.slice, begin, end);
-  const int slice_size = static_cast<int>(end - begin);  // the counts fit int32
-  // Thread i copies half i % 2 of row i / 2 of a tile, every chunk: 16-byte copies when the rows
-  // are 16-byte aligned, else word by word (zeros past the slice's end and the row's words).
-  const int my_row = threadIdx.x >> 1, my_half = threadIdx.x & 1;
-  const bool wide = words % 4 == 0 && (reinterpret_cast<std::uintptr_t>(train) & 15) == 0;
-  const int my_piece = (my_row >> 3) * 256 + my_half * 128 + (my_row & 7) * 16;
-  auto piece = [&](int buf, int c) { return rows + (buf * C + c) * chunk_bytes + my_piece; };
-  // Copies this thread's half row into buffer buf: the row at word `offset` of the training set,
-  // if `in` (else zeros).
-  auto stage = [&](std::int64_t offset, bool in, int buf) {
-    const std::uint32_t* from = train + (in ? offset : 0);
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-      const int w0 = c * 8 + my_half * 4;
-      if (wide) {
-        const bool any = in && w0 < words;
-        copy_async16_fill(piece(buf, c), from + (any ? w0 : 0), any ? 16 : 0);
-      } else {
-#pragma unroll
-        for (int w = 0; w < 4; ++w)
-          copy_word_async(reinterpret_cast<std::uint32_t*>(piece(buf, c)) + w, from + (w0 + w < words ? w0 + w : 0),
-                          in && w0 + w < words);
-      }
-    }
+  const int slice_tiles = static_cast<int>((end - begin + tile - 1) / tile);  // the counts fit int32
+  const std::uint8_t* tiles = p.tiles + wgmma_first_tile(p, at.slice, begin) * tile_bytes;
+  // The ring: tile j in buffer j % stages (positions kept as counters that wrap: a division of
+  // tile numbers cost some 60 instructions a tile). `full` completes when the tile's bulk copy has
+  // landed; `searched` counts the warps done with the buffer's tile, and the last of them refills
+  // the buffer with tile j + stages at once, so that no warp ever waits for a free buffer and a
+  // warp waits for a tile only when it is `stages` tiles ahead of the slowest.
+  __shared__ __align__(8) std::uint64_t full[stages];
+  __shared__ int searched[stages];
+  auto load = [&](int tile_index, int into) {  // by one thread
+    stage_expect(&full[into], tile_bytes);
+    stage_bulk_copy(ring + into * tile_bytes, tiles + std::int64_t(tile_index) * tile_bytes, tile_bytes, &full[into]);
   };
-  // The ring: tile j in buffer j % stages, use j / stages of that buffer (kept as counters that
-  // wrap: a division of 64-bit tile numbers cost some 60 instructions a tile). Two mbarriers a buffer,
-  // so that the warps never wait for each other at a block-wide barrier: `full` completes when
-  // all the block's threads have their half row of the tile in (and its popcount packed beside
-  // it), `empty` when all its warps have searched the tile, so that its buffer can take tile j +
-  // stages.
-  __shared__ __align__(8) std::uint64_t full[stages], empty[stages];
   if (threadIdx.x == 0) {
 #pragma unroll
-    for (int s = 0; s < stages; ++s) {
-      ::cuda::ptx::mbarrier_init(&full[s], threads);
-      ::cuda::ptx::mbarrier_init(&empty[s], warps);
-    }
+    for (int s = 0; s < stages; ++s) ::cuda::ptx::mbarrier_init(&full[s], 1), searched[s] = 0;
     ::cuda::ptx::fence_mbarrier_init(::cuda::ptx::sem_release, ::cuda::ptx::scope_cluster);
   }
   __syncthreads();
-  auto wait_phase = [](std::uint64_t* bar, std::uint32_t parity) {
-    while (!::cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
-    }
-  };
-  // This thread's part of the next tile to mark in (in buffer arrive_buf; the slice has arrive_left
-  // rows from its first on), once its copies have landed (the caller waits): its row's popcount is
-  // packed beside the tile (a pair of rows by the first of its four lanes), and the copies are made
-  // visible to wgmma's async proxy.
-  int arrive_left = slice_size, arrive_buf = 0;
-  auto arrive_next = [&]() {
-    if (arrive_left > 0) {
-      int ones = 0;
-#pragma unroll
-      for (int c = 0; c < C; ++c) {
-        const uint4 v = *reinterpret_cast<const uint4*>(piece(arrive_buf, c));
-        ones += __popc(v.x) + __popc(v.y) + __popc(v.z) + __popc(v.w);
-      }
-      ones += __shfl_xor_sync(0xffffffffu, ones, 1);  // the row's two halves
-      const std::uint32_t biased = my_row < arrive_left ? std::uint32_t(ones) + wgmma_bias : wgmma_padding;
-      const std::uint32_t next = __shfl_xor_sync(0xffffffffu, biased, 2);
-      const int pair = my_row >> 1;
-      if ((threadIdx.x & 3) == 0)
-        packed_popc[arrive_buf][(pair >> 6) * 64 + (pair & 3) * 16 + ((pair & 63) >> 2)] = biased | (next << 16);
-      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-      (void)::cuda::ptx::mbarrier_arrive(&full[arrive_buf]);
-    }
-    arrive_left -= tile;
-    if (++arrive_buf == stages) arrive_buf = 0;
-  };
-  // The next tile's copies (copy_left rows of the slice from its first on; this thread's row at
-  // word copy_offset), into buffer copy_buf once the tile that used it before (copy_round - 1
-  // uses ago) is searched; one copy group per tile.
-  int copy_left = slice_size, copy_buf = 0, copy_round = 0;
-  std::int64_t copy_offset = (begin + my_row) * words;
-  auto copy_next = [&]() {
-    if (copy_left > 0) {
-      if (copy_round > 0) wait_phase(&empty[copy_buf], static_cast<std::uint32_t>(copy_round - 1) & 1u);
-      stage(copy_offset, my_row < copy_left, copy_buf);
-    }
-    commit_copies();
-    copy_left -= tile;
-    copy_offset += std::int64_t(tile) * words;
-    if (++copy_buf == stages) copy_buf = 0, ++copy_round;
-  };
+  // Lone searches and batches launch it overlapping their tiling kernel (programmatic dependent
+  // launch): everything above ran meanwhile, and the tiles are read only once that has completed
+  // (the collection's were made before: the wait returns at once).
+  if (threadIdx.x == 0) {
+    wait_for_previous_grid();
+    for (int j = 0; j < stages && j < slice_tiles; ++j) load(j, j);
+  }
   auto issue = [&](std::uint32_t (&d)[64], int buf, int part) {
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
     for (int c = 0; c < C; ++c)
-      wgmma_and_popc(d, a[c], wgmma_descriptor(rows + (buf * C + c) * chunk_bytes + part * 4096, 128, 256), c);
+      wgmma_and_popc(d, a[c], wgmma_descriptor(ring + buf * tile_bytes + c * chunk_bytes + part * 4096, 128, 256), c);
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
   };
   auto search = [&](std::uint32_t (&d)[64], std::uint32_t column0, int buf, int part) {
 #pragma unroll
     for (int i = 0; i < 64; ++i) wgmma_fence_operand(d[i]);
     std::uint32_t pb[16];
+    const auto* popc = reinterpret_cast<const uint4*>(ring + buf * tile_bytes + C * chunk_bytes) + part * 16 + t * 4;
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
-      const uint4 v = *reinterpret_cast<const uint4*>(&packed_popc[buf][part * 64 + t * 16 + 4 * q]);
+      const uint4 v = popc[q];
       pb[4 * q] = v.x, pb[4 * q + 1] = v.y, pb[4 * q + 2] = v.z, pb[4 * q + 3] = v.w;
     }
     mine.search_tile(d, pb, static_cast<std::int32_t>(column0 + part * 128 + 2 * t), &spill[0][threadIdx.x], threads);
   };
-  // The pipeline: tile j + ahead + copy_ahead is copied while tile j is searched, and each thread
-  // marks its part of tile j + ahead in, so that a warp waits for the others only when they are
-  // `ahead` tiles behind (and a buffer is refilled `stages - ahead - copy_ahead` tiles after its
-  // search).
-  constexpr int ahead = knn_tuning::wgmma_arrive_ahead(C), copy_ahead = knn_tuning::wgmma_copy_ahead(C);
-  static_assert(stages >= ahead + copy_ahead + 1, "a buffer is refilled only after its tile's search");
-  for (int i = 0; i < ahead + copy_ahead; ++i) copy_next();
-  wait_copies<copy_ahead>();
-  for (int i = 0; i < ahead; ++i) arrive_next();
   // A tile at a time: its wgmma, then the search of its distances; the other warpgroups keep the
   // tensor cores busy meanwhile.
   std::uint32_t d[64];
@@ -373,11 +373,9 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
   // step past the last tile, which may pass INT32_MAX, is no signed overflow) and the slice's rows
   // left.
   std::uint32_t column0 = static_cast<std::uint32_t>(begin + p.first_train_index);
-  for (int left = slice_size; left > 0; left -= tile, column0 += tile) {
-    wait_copies<copy_ahead - 1>();
-    arrive_next();  // tile j + ahead
-    copy_next();    // tile j + ahead + copy_ahead
-    wait_phase(&full[buf], parity);
+  int next_tile = stages;  // the tile that follows this one in its buffer
+  for (int left = static_cast<int>(end - begin); left > 0; left -= tile, column0 += tile) {
+    stage_wait(&full[buf], parity);
 #pragma unroll
     for (int part = 0; part < parts; ++part) {
       if (part > 0 && part * 128 >= left) break;  // only padding left
@@ -385,8 +383,18 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
       search(d, column0, buf, part);
     }
+    // The warp is done with the buffer (its wgmmas waited for, its popcounts read): the last warp
+    // refills it (the fences order the others' reads before the copy).
     __syncwarp();
-    if (lane.id() == 0) (void)::cuda::ptx::mbarrier_arrive(&empty[buf]);
+    if (lane.id() == 0) {
+      __threadfence_block();
+      if (atomicAdd(&searched[buf], 1) == warps - 1) {
+        __threadfence_block();
+        searched[buf] = 0;
+        if (next_tile < slice_tiles) load(next_tile, buf);
+      }
+    }
+    ++next_tile;
     if (++buf == stages) buf = 0, parity ^= 1u;
   }
 #pragma unroll
@@ -394,7 +402,7 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
     mine.best[h].merge_lanes(1);
     mine.best[h].merge_lanes(2);
     const std::int64_t q = row0 + 8 * h;
-    if (t == 0 && q < queries) store_list(p.partials, queries, at.slice, q, mine.best[h]);
+    if (t == 0 && q < p.queries) store_list(p.partials, p.queries, at.slice, q, mine.best[h]);
   }
 #else
   (void)launch, (void)words;
@@ -403,7 +411,7 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
 
 /// The dynamic shared memory of knn_wgmma_kernel<C, ...>: its ring of training tiles.
 inline constexpr int wgmma_shared_bytes(int chunks) {
-  return knn_tuning::wgmma_stages(chunks) * chunks * knn_tuning::wgmma_train_tile * 32;
+  return knn_tuning::wgmma_stages(chunks) * wgmma_tile_bytes(chunks);
 }
 
 /// Whether the device's code of a wgmma kernel is the sm_90a one (the others have no shared memory).
