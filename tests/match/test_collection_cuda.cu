@@ -112,6 +112,15 @@ TEST(CudaCollection, RowsAlreadyOnTheGpu) {
   on_gpu.rows = rows.data();
   expect_gpu_matches_reference(c, on_gpu, mr::all_pairs(std::int64_t(sizes.size())), 2, {.ratio = 0.8}, {});
   expect_gpu_matches_reference(c, on_gpu, mr::all_pairs(std::int64_t(sizes.size())), 1, {.cross_check = true}, {});
+  // 512-bit rows on the GPU and a budget whose rounds leave less than their tiles (4 tiles of 256
+  // rows): the searches take mma.sync where wgmma would run, with the same matches.
+  const test_collection wide = random_collection(sizes, 64, seed_for("gpu collection device rows, tight"), true);
+  auto wide_rows = on_device(wide.rows);
+  mr::descriptor_collection wide_on_gpu = wide.view();
+  wide_on_gpu.rows = wide_rows.data();
+  const std::size_t budget = 4 * 260 * mc::detail::round_bytes_per_row(2, false);
+  expect_gpu_matches_reference(wide, wide_on_gpu, mr::all_pairs(std::int64_t(sizes.size())), 2, {.ratio = 0.8},
+                               {.memory_budget = budget, .round_rows = 260});
 }
 
 TEST(CudaCollection, BadArgumentsAreRefusedBeforeAnyWork) {

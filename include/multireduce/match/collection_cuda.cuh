@@ -87,14 +87,35 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
   if (on_device && c.total_rows() > INT32_MAX)
     throw std::invalid_argument(what + ": rows in GPU memory must number at most 2^31-1 (host rows go in image blocks)");
   const std::size_t for_rows = budget > round_bytes ? budget - round_bytes : 0;
-  // The wgmma kernel reads the images on the GPU as tiles beside their rows (about 34 bytes a row
-  // at 256 bits, each image from a tile of its own): image_device_bytes. Blocked: three buffers
-  // (block i, two passing j blocks), each with its images' tiles.
+  // The wgmma kernel reads the training images on the GPU as tiles beside their rows (about 34
+  // bytes a row at 256 bits, each image from a tile of its own), only of the images some pair
+  // searches: the pairs' second images, with the cross-check their first too. Rows already on the
+  // GPU: those tiles must fit the budget beside the rounds, else the searches take mma.sync
+  // (`automatic` only). Blocked: three buffers (block i, two passing j blocks), each with its
+  // images' rows and tiles.
   detail::knn_config kernel{};
-  check(detail::choose_knn_kernel(bytes, k, options.path, 1, kernel), what.c_str());
-  auto image_bytes = [&](std::int64_t n) { return detail::image_device_bytes(kernel, row_bytes, c.rows_of(n)); };
-  std::size_t all_bytes = 0;
-  for (std::int64_t n = 0; n < c.images(); ++n) all_bytes += image_bytes(n);
+  match_path search_path = options.path;
+  check(detail::choose_knn_kernel(bytes, k, search_path, 1, kernel), what.c_str());
+  std::vector<char> searched_image(std::size_t(c.images()), 0);
+  for (const image_pair& p : pairs) {
+    searched_image[std::size_t(p.second)] = 1;
+    if (rule.cross_check) searched_image[std::size_t(p.first)] = 1;
+  }
+  constexpr std::int64_t tile_rows = detail::knn_tuning::wgmma_train_tile;
+  auto image_tiles = [&](std::int64_t n) -> std::int64_t {
+    return kernel.wgmma && searched_image[std::size_t(n)] != 0 ? (c.rows_of(n) + tile_rows - 1) / tile_rows : 0;
+  };
+  auto tile_bytes = [&] { return kernel.wgmma ? std::size_t(detail::wgmma_tile_bytes(kernel.units)) : 0; };
+  auto image_bytes = [&](std::int64_t n) {
+    return std::size_t(c.rows_of(n)) * row_bytes + std::size_t(image_tiles(n)) * tile_bytes();
+  };
+  std::size_t all_bytes = 0, all_tiles_bytes = 0;
+  for (std::int64_t n = 0; n < c.images(); ++n)
+    all_bytes += image_bytes(n), all_tiles_bytes += std::size_t(image_tiles(n)) * tile_bytes();
+  if (on_device && kernel.wgmma && options.path == match_path::automatic && all_tiles_bytes > for_rows) {
+    search_path = match_path::tensor_core;
+    check(detail::choose_knn_kernel(bytes, k, search_path, 1, kernel), what.c_str());
+  }
   const bool blocked = !on_device && (all_bytes > for_rows || c.total_rows() > INT32_MAX);
   const std::size_t block_bytes = std::min(for_rows / 3, std::size_t(INT32_MAX) * row_bytes);
   if (blocked && detail::image_device_bytes(kernel, row_bytes, largest) > block_bytes)
@@ -110,38 +131,39 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
   auto block_size = [&](std::int64_t b) {
     return std::size_t(c.offsets[block_first[b + 1]] - c.offsets[block_first[b]]) * row_bytes;
   };
-  // Each image's rows in its block and its first tile among the block's tiles (3 values an image),
-  // for the tiling and the searches' slices; the largest block's rows and tiles.
-  constexpr std::int64_t tile_rows = detail::knn_tuning::wgmma_train_tile;
+  // Each image's rows in its block and its first tile among the block's tiles (3 values an image;
+  // no rows for an image no pair searches), for the tiling and the searches' slices. A buffer
+  // holds a block's rows (rounded up to 256 bytes; none when the rows are on the GPU), then its
+  // tiles.
   std::vector<std::int64_t> image_table(std::size_t(3 * c.images()));
-  std::size_t most_block_bytes = 1;
-  std::int64_t most_block_tiles = 0;
+  std::size_t most_buffer_bytes = 1;
+  auto tiles_at = [&](std::int64_t b) { return on_device ? 0 : detail::round_up(block_size(b)); };
   for (std::size_t b = 0; b + 1 < block_first.size(); ++b) {
     std::int64_t row = 0, tile = 0;
     for (std::int64_t n = block_first[b]; n < block_first[b + 1]; ++n) {
-      image_table[std::size_t(3 * n)] = row, image_table[std::size_t(3 * n + 1)] = row + c.rows_of(n);
+      image_table[std::size_t(3 * n)] = row;
+      image_table[std::size_t(3 * n + 1)] = image_tiles(n) > 0 ? row + c.rows_of(n) : row;
       image_table[std::size_t(3 * n + 2)] = tile;
-      row += c.rows_of(n), tile += (c.rows_of(n) + tile_rows - 1) / tile_rows;
+      row += c.rows_of(n), tile += image_tiles(n);
     }
-    most_block_bytes = std::max(most_block_bytes, block_size(std::int64_t(b)));
-    most_block_tiles = std::max(most_block_tiles, tile);
+    most_buffer_bytes = std::max(most_buffer_bytes, tiles_at(std::int64_t(b)) + std::size_t(tile) * tile_bytes());
   }
   device_buffer<std::int64_t> image_table_on_gpu(kernel.wgmma ? image_table.size() : 0);
-  if (kernel.wgmma) image_table_on_gpu.upload(image_table);
-  const std::size_t tiles_bytes =
-      kernel.wgmma ? std::size_t(most_block_tiles) * std::size_t(detail::wgmma_tile_bytes(kernel.units)) : 0;
-  device_buffer<std::uint8_t> resident(on_device ? 0 : most_block_bytes);
-  device_buffer<std::uint8_t> passing[2] = {device_buffer<std::uint8_t>(blocked ? most_block_bytes : 0),
-                                            device_buffer<std::uint8_t>(blocked ? most_block_bytes : 0)};
-  device_buffer<std::uint8_t> resident_tiles(tiles_bytes);
-  device_buffer<std::uint8_t> passing_tiles[2] = {device_buffer<std::uint8_t>(blocked ? tiles_bytes : 0),
-                                                  device_buffer<std::uint8_t>(blocked ? tiles_bytes : 0)};
-  // Lays block b's images (in `rows`) out as tiles.
-  auto tile_block = [&](std::int64_t b, const std::uint8_t* rows, std::uint8_t* tiles, cudaStream_t on) {
+  if (kernel.wgmma)  // before any tiling: every one waits for the workspace's stream (block_free)
+    check(cudaMemcpyAsync(image_table_on_gpu.data(), image_table.data(), image_table.size() * sizeof(std::int64_t),
+                          cudaMemcpyHostToDevice, stream),
+          what.c_str());
+  device_buffer<std::uint8_t> resident(!on_device || kernel.wgmma ? most_buffer_bytes : 0);
+  device_buffer<std::uint8_t> passing[2] = {device_buffer<std::uint8_t>(blocked ? most_buffer_bytes : 0),
+                                            device_buffer<std::uint8_t>(blocked ? most_buffer_bytes : 0)};
+  // Lays block b's images (its rows at `rows`) out as tiles in `buffer`, and says where.
+  auto tile_block = [&](std::int64_t b, const std::uint8_t* rows, std::uint8_t* buffer, cudaStream_t on) {
     const std::int64_t first = block_first[std::size_t(b)], images = block_first[std::size_t(b) + 1] - first;
+    std::uint8_t* tiles = buffer + tiles_at(b);
     check(detail::launch_image_tiling(kernel, rows, std::int64_t(block_size(b) / row_bytes),
                                       image_table_on_gpu.data() + 3 * first, images, largest, bytes, tiles, on),
           what.c_str());
+    return tiles;
   };
   const std::size_t rows_cap = std::size_t(round_rows);
   const std::size_t pairs_cap = std::size_t(detail::collection_tuning::round_pairs);
@@ -268,14 +290,14 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
     for (const search& s : forward)
       check(detail::launch_collection_search(base_i + (c.offsets[s.image] - first_i) * bytes, c.rows_of(s.image), base_j,
                                              rows_j, device_bounds + 3 * s.first_slice, s.slices, bytes, k,
-                                             options.path,
+                                             search_path,
                                              lists[slot].data() + s.first_list * kcap, tiles_j,
                                              searching[launched++ & 1].get()),
             what.c_str());
     for (const search& s : backward)
       check(detail::launch_collection_search(base_j + (c.offsets[s.image] - first_j) * bytes, c.rows_of(s.image), base_i,
                                              rows_i, device_bounds + 3 * s.first_slice, s.slices, bytes, 1,
-                                             options.path,
+                                             search_path,
                                              reverse_lists[slot].data() + s.first_list * 2, tiles_i,
                                              searching[launched++ & 1].get()),
             what.c_str());
@@ -334,7 +356,7 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
   // ---- the groups of pairs, block by block ----
   // The searches come after whatever the caller queued on the workspace's stream (rows on the GPU,
   // tiled there first).
-  if (on_device) tile_block(0, c.rows, resident_tiles.data(), stream);
+  std::uint8_t* tiles_i = on_device ? tile_block(0, c.rows, resident.data(), stream) : nullptr;
   check(cudaEventRecord(block_free.get(), stream), what.c_str());
   for (auto& s : searching) check(cudaStreamWaitEvent(s.get(), block_free.get(), 0), what.c_str());
   std::int64_t block_on_gpu = -1;  // the block in `resident`
@@ -352,14 +374,13 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
       check(cudaMemcpyAsync(resident.data(), c.rows + row_i * bytes, block_size(group.block_i),
                             cudaMemcpyHostToDevice, uploads.get()),
             what.c_str());
-      tile_block(group.block_i, resident.data(), resident_tiles.data(), uploads.get());
+      tiles_i = tile_block(group.block_i, resident.data(), resident.data(), uploads.get());
       check(cudaEventRecord(block_ready.get(), uploads.get()), what.c_str());
       for (auto& s : searching) check(cudaStreamWaitEvent(s.get(), block_ready.get(), 0), what.c_str());
       block_on_gpu = group.block_i;
     }
     if (!blocked || group.block_j == group.block_i) {
-      queue_group(group, base_i, first_i, rows_i, resident_tiles.data(), base_i, first_i, rows_i,
-                  resident_tiles.data());
+      queue_group(group, base_i, first_i, rows_i, tiles_i, base_i, first_i, rows_i, tiles_i);
       continue;
     }
     // Block j through a passing buffer: its copy (on the copy stream) waits only for the searches
@@ -372,11 +393,10 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
     check(cudaMemcpyAsync(passing[slot].data(), c.rows + row_j * bytes, block_size(group.block_j),
                           cudaMemcpyHostToDevice, uploads.get()),
           what.c_str());
-    tile_block(group.block_j, passing[slot].data(), passing_tiles[slot].data(), uploads.get());
+    std::uint8_t* tiles_j = tile_block(group.block_j, passing[slot].data(), passing[slot].data(), uploads.get());
     check(cudaEventRecord(block_ready.get(), uploads.get()), what.c_str());
     for (auto& s : searching) check(cudaStreamWaitEvent(s.get(), block_ready.get(), 0), what.c_str());
-    queue_group(group, base_i, first_i, rows_i, resident_tiles.data(), passing[slot].data(), row_j, rows_j,
-                passing_tiles[slot].data());
+    queue_group(group, base_i, first_i, rows_i, tiles_i, passing[slot].data(), row_j, rows_j, tiles_j);
     check(cudaEventRecord(searched[slot].get(), stream), what.c_str());
   }
   if (!pending.empty()) finish(pending.front());

@@ -15,7 +15,7 @@
 // the key (distance, index). When there are too few queries to fill the GPU the training set is
 // cut into slices and a second kernel merges the slices' lists (detail/plan.cuh; shapes and
 // measurements in detail/tuning.cuh).
-// Batches: every launch carries a table of up to 48 searches (kernel parameters), each with its
+// Batches: every launch carries a table of up to 46 searches (kernel parameters), each with its
 // own query blocks and slices, so many small image pairs share one launch and fill the GPU
 // together. A search can also be one piece of a larger training set (knn_pair::first_train_index,
 // knn_pair::merge): knn_hamming_streamed uses that.
@@ -57,7 +57,7 @@ using multireduce::match_path;
 }
 
 /// Many independent searches (image pairs of different sizes) of one descriptor width and one k,
-/// with as few launches as possible: up to 48 searches share one launch, the GPU's blocks shared
+/// with as few launches as possible: up to 46 searches share one launch, the GPU's blocks shared
 /// out by each search's work, so a batch of small pairs fills the GPU. `pairs` is a host array of
 /// searches over device memory; each is the k nearest of its queries among its training rows,
 /// exactly as knn_hamming. CUB style, asynchronous on `stream`; errors as knn_hamming.
@@ -88,7 +88,8 @@ inline void knn_hamming_batched_async(workspace& ws, const knn_pair* pairs, int 
 }
 
 /// The default chunk of knn_hamming_streamed: rows of `bytes` in 256 MiB, or in a quarter of the
-/// free GPU memory when that is less (two chunks are on the GPU at once).
+/// free GPU memory when that is less (two chunks are on the GPU at once, and the wgmma kernel's
+/// tiles of one, about its size again).
 inline std::int64_t streamed_chunk_rows(int bytes) {
   std::size_t free_bytes = 0, total = 0;
   check(cudaMemGetInfo(&free_bytes, &total), "multireduce::cuda::streamed_chunk_rows");

@@ -27,7 +27,7 @@ namespace multireduce::cuda::detail {
 /// (and first tiles) are at `slice_bounds` (device memory, 3 per slice): each (query, slice) list of the Kcap nearest
 /// (distance, row of `train`) keys, sorted, at partials[(slice x queries + query) x Kcap]. No
 /// finish kernel: the lists are the pairs' answers. The wgmma kernel reads `train` from `tiles`
-/// (launch_wgmma_tiling_of made them; unused by the others).
+/// (launch_image_tiling made them; unused by the others).
 inline cudaError_t launch_collection_search(const std::uint8_t* query, std::int64_t queries, const std::uint8_t* train,
                                             std::int64_t train_rows, const std::int64_t* slice_bounds, int slices,
                                             int bytes, int k, match_path path, std::uint64_t* partials,

@@ -102,9 +102,11 @@ struct knn_tuning {
 ///  - accept_threads = 256: the accept kernel's block; not tuned (it reads each list once).
 ///  - free_memory_share = 0.8: the budget when none is given, of the free GPU memory; not tuned.
 /// `automatic` takes the wgmma kernel for the searches where it is usable, as for lone searches:
-/// 1000 x 8192, all pairs, 256-bit: wgmma 8.78 s, mma.sync 10.19 s; 512-bit: 9.96 s against 14.97
-/// (H200, 2026-11-27T12:47Z, bash scripts/device_match.sh OUT tests bench ncu match-all). With the 2026-11-26 wgmma
-/// kernel it lost at 256 bits (12.69 against 10.18 s), and the collection kept mma.sync there.
+/// 1000 x 8192, all pairs, 256-bit: wgmma 7.91 s, mma.sync 10.14 s; 512-bit: 8.64 s against 14.87
+/// (H200, 2026-11-27T15:51Z, bash scripts/device_match.sh OUT tests bench ncu match-all). With the
+/// 2026-11-26 wgmma kernel it lost at 256 bits (12.69 against 10.18 s), and the collection kept
+/// mma.sync there. Rows already on the GPU whose tiles do not fit the budget beside the rounds
+/// take mma.sync (`automatic`).
 struct collection_tuning {
   static constexpr std::int64_t round_rows = std::int64_t(1) << 22;
   static constexpr int round_pairs = 8192, accept_threads = 256;
