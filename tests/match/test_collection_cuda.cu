@@ -112,8 +112,9 @@ TEST(CudaCollection, RowsAlreadyOnTheGpu) {
   on_gpu.rows = rows.data();
   expect_gpu_matches_reference(c, on_gpu, mr::all_pairs(std::int64_t(sizes.size())), 2, {.ratio = 0.8}, {});
   expect_gpu_matches_reference(c, on_gpu, mr::all_pairs(std::int64_t(sizes.size())), 1, {.cross_check = true}, {});
-  // 512-bit rows on the GPU and a budget whose rounds leave less than their tiles (4 tiles of 256
-  // rows): the searches take mma.sync where wgmma would run, with the same matches.
+  // 512-bit rows on the GPU and a budget whose rounds leave less than the searched images' tiles
+  // (3 tiles of 16,896 bytes against 41,340): the searches take mma.sync where wgmma would run.
+  // The matches are the same either way: this checks that path's matches, not which kernel ran.
   const test_collection wide = random_collection(sizes, 64, seed_for("gpu collection device rows, tight"), true);
   auto wide_rows = on_device(wide.rows);
   mr::descriptor_collection wide_on_gpu = wide.view();

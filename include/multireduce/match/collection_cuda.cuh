@@ -91,8 +91,8 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
   // bytes a row at 256 bits, each image from a tile of its own), only of the images some pair
   // searches: the pairs' second images, with the cross-check their first too. Rows already on the
   // GPU: those tiles must fit the budget beside the rounds, else the searches take mma.sync
-  // (`automatic` only). Blocked: three buffers (block i, two passing j blocks), each with its
-  // images' rows and tiles.
+  // (`automatic`; an explicit wgmma path keeps its tiles whatever the budget). Blocked: three
+  // buffers (block i, two passing j blocks), each with its images' rows and tiles.
   detail::knn_config kernel{};
   match_path search_path = options.path;
   check(detail::choose_knn_kernel(bytes, k, search_path, 1, kernel), what.c_str());
@@ -107,22 +107,25 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
   };
   auto tile_bytes = [&] { return kernel.wgmma ? std::size_t(detail::wgmma_tile_bytes(kernel.units)) : 0; };
   auto image_bytes = [&](std::int64_t n) {
-    return std::size_t(c.rows_of(n)) * row_bytes + std::size_t(image_tiles(n)) * tile_bytes();
+    return searched_image[std::size_t(n)] != 0 ? detail::image_device_bytes(kernel, row_bytes, c.rows_of(n))
+                                               : std::size_t(c.rows_of(n)) * row_bytes;
   };
-  std::size_t all_bytes = 0, all_tiles_bytes = 0;
-  for (std::int64_t n = 0; n < c.images(); ++n)
+  std::size_t all_bytes = 0, all_tiles_bytes = 0, largest_bytes = 0;
+  for (std::int64_t n = 0; n < c.images(); ++n) {
     all_bytes += image_bytes(n), all_tiles_bytes += std::size_t(image_tiles(n)) * tile_bytes();
+    largest_bytes = std::max(largest_bytes, image_bytes(n));
+  }
   if (on_device && kernel.wgmma && options.path == match_path::automatic && all_tiles_bytes > for_rows) {
     search_path = match_path::tensor_core;
     check(detail::choose_knn_kernel(bytes, k, search_path, 1, kernel), what.c_str());
   }
   const bool blocked = !on_device && (all_bytes > for_rows || c.total_rows() > INT32_MAX);
   const std::size_t block_bytes = std::min(for_rows / 3, std::size_t(INT32_MAX) * row_bytes);
-  if (blocked && detail::image_device_bytes(kernel, row_bytes, largest) > block_bytes)
+  if (blocked && largest_bytes > block_bytes)
     throw error(cudaErrorMemoryAllocation,
                 what + ": a memory budget of " + std::to_string(budget) + " bytes is too small for images of " +
                     std::to_string(largest) + " rows (it needs about " +
-                    std::to_string(3 * detail::image_device_bytes(kernel, row_bytes, largest) + round_bytes) + ")");
+                    std::to_string(3 * largest_bytes + round_bytes) + ")");
   const std::vector<std::int64_t> block_first =
       blocked ? detail::image_blocks(c, block_bytes, image_bytes) : std::vector<std::int64_t>{0, c.images()};
   const std::vector<detail::block_pair_group> groups = detail::group_by_blocks(pairs, block_first);
@@ -149,7 +152,7 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
     most_buffer_bytes = std::max(most_buffer_bytes, tiles_at(std::int64_t(b)) + std::size_t(tile) * tile_bytes());
   }
   device_buffer<std::int64_t> image_table_on_gpu(kernel.wgmma ? image_table.size() : 0);
-  if (kernel.wgmma)  // before any tiling: every one waits for the workspace's stream (block_free)
+  if (kernel.wgmma)  // before any tiling: each is on the workspace's stream or waits for it (block_free)
     check(cudaMemcpyAsync(image_table_on_gpu.data(), image_table.data(), image_table.size() * sizeof(std::int64_t),
                           cudaMemcpyHostToDevice, stream),
           what.c_str());
@@ -157,7 +160,9 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
   device_buffer<std::uint8_t> passing[2] = {device_buffer<std::uint8_t>(blocked ? most_buffer_bytes : 0),
                                             device_buffer<std::uint8_t>(blocked ? most_buffer_bytes : 0)};
   // Lays block b's images (its rows at `rows`) out as tiles in `buffer`, and says where.
-  auto tile_block = [&](std::int64_t b, const std::uint8_t* rows, std::uint8_t* buffer, cudaStream_t on) {
+  auto tile_block = [&](std::int64_t b, const std::uint8_t* rows, std::uint8_t* buffer,
+                        cudaStream_t on) -> std::uint8_t* {
+    if (!kernel.wgmma) return nullptr;
     const std::int64_t first = block_first[std::size_t(b)], images = block_first[std::size_t(b) + 1] - first;
     std::uint8_t* tiles = buffer + tiles_at(b);
     check(detail::launch_image_tiling(kernel, rows, std::int64_t(block_size(b) / row_bytes),
