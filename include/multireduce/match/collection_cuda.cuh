@@ -110,12 +110,11 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
     return searched_image[std::size_t(n)] != 0 ? detail::image_device_bytes(kernel, row_bytes, c.rows_of(n))
                                                : std::size_t(c.rows_of(n)) * row_bytes;
   };
-  std::size_t all_bytes = 0, all_tiles_bytes = 0, largest_bytes = 0;
-  for (std::int64_t n = 0; n < c.images(); ++n) {
-    all_bytes += image_bytes(n), all_tiles_bytes += std::size_t(image_tiles(n)) * tile_bytes();
-    largest_bytes = std::max(largest_bytes, image_bytes(n));
-  }
-  if (on_device && kernel.wgmma && options.path == match_path::automatic && all_tiles_bytes > for_rows) {
+  std::size_t all_bytes = 0, largest_bytes = 0;
+  for (std::int64_t n = 0; n < c.images(); ++n)
+    all_bytes += image_bytes(n), largest_bytes = std::max(largest_bytes, image_bytes(n));
+  // The tiles: all_bytes less the rows.
+  if (on_device && kernel.wgmma && options.path == match_path::automatic && all_bytes - all_rows_bytes > for_rows) {
     search_path = match_path::tensor_core;
     check(detail::choose_knn_kernel(bytes, k, search_path, 1, kernel), what.c_str());
   }
