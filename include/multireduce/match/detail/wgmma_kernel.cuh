@@ -5,11 +5,15 @@
 // lays out beforehand (wgmma's layout, the rows' popcounts beside them), one bulk copy a tile,
 // so that no search block copies rows or counts bits. The epilogue works on two
 // pairs per instruction: the distances less the query's popcount, biased to be non-negative, fit
-// 16 bits, so a pair of columns is one packed word, one byte-permute and one multiply-add make it,
-// and a three-way 16-bit min (VIMNMX3.U16x2) folds two words into the row's minimum over the tile.
-// Only a row whose minimum beats the k-th best of its row (rare once the lists fill; the four lanes
-// that share a row merge their lists' bests for it) marks its columns below it in a bit mask and
-// inserts those exactly, so the lists are the mma.sync kernel's, bit for bit.
+// 16 bits with room for the column's place in the thread's words (its *key*: the value times 16
+// plus the word, up to 768 bits), so a pair of columns is one packed word, one byte-permute and
+// one multiply-add make it, and a three-way 16-bit min (VIMNMX3.U16x2) folds two words into the
+// row's least key over the tile. Only a row whose least key beats the k-th best of its row (rare
+// once the lists fill) goes on: for k <= 2 its two least keys, which say their columns, merged over
+// the row's four lanes into a list of the row's that the four lanes keep alike; for larger k (or
+// 1024 bits, whose values leave no room for the column) a bit mask of its columns below the limit
+// and an exact insertion each into the lane's own list. Either way the lists are the mma.sync
+// kernel's, bit for bit.
 //
 // The kernel exists only in code built for sm_90a (CMAKE_CUDA_ARCHITECTURES 90a-real): elsewhere
 // its body is empty and has no shared memory, which is how the host tells (wgmma_kernel_built).
@@ -30,12 +34,18 @@
 
 namespace multireduce::cuda::detail {
 
-/// The biased distance of a pair less its query's popcount: popc(b) + bias - 2 popc(a AND b), in
-/// [0, 2 bias] for descriptors of up to 1024 bits; padding rows past the training set's end get
-/// wgmma_padding, and a list that is not full has the limit wgmma_open: above every real value,
-/// not above the padding, and below 2^15 (halves_below's condition).
-inline constexpr std::uint32_t wgmma_bias = 1024, wgmma_open = 0x7fff, wgmma_padding = wgmma_open;
-static_assert(2 * wgmma_bias < wgmma_open && wgmma_open < 0x8000);
+/// The key of a pair: its biased value popc(b) + bias - 2 popc(a AND b) (the distance less the
+/// query's popcount, in [0, 2 bias]), shifted left by wgmma_key_shift with the pair's word in the
+/// thread's 16 words of a 128-column part below it (columns 8j + 2t and + 1 share word j), so that
+/// the least key of a half is its nearest column and says which one; 1024-bit descriptors have no
+/// room for the word (shift 0). Padding rows past the training set's end get wgmma_padding, and a
+/// list that is not full has the limit wgmma_open: above every real key, not above the padding, and
+/// below 2^15 (halves_below's condition).
+__host__ __device__ inline constexpr int wgmma_key_shift(int chunks) { return chunks <= 3 ? 4 : 0; }
+__host__ __device__ inline constexpr std::uint32_t wgmma_bias(int chunks) { return chunks <= 3 ? 256u * chunks : 1024u; }
+inline constexpr std::uint32_t wgmma_open = 0x7fff, wgmma_padding = wgmma_open;
+static_assert((2 * wgmma_bias(3) << wgmma_key_shift(3)) + 15 < wgmma_open && 2 * wgmma_bias(4) < wgmma_open &&
+              wgmma_open < 0x8000);
 
 #if defined(MULTIREDUCE_MATCH_WGMMA_BODY)
 
@@ -90,38 +100,45 @@ __device__ __forceinline__ void merge_two_smallest(std::uint32_t& a0, std::uint3
 }
 
 /// What a warpgroup thread of the wgmma kernel keeps for its two query rows (g and g + 8 of its
-/// warp's 16): the top-k lists, the popcounts and each row's limit on the biased values. The four
-/// lanes of a group hold the same rows (each a quarter of the columns) and share one limit a row.
-template <int Kcap>
+/// warp's 16): the top-k lists, the popcounts and each row's limit on the keys (a pair enters row
+/// h's list when its key is below limit[h]). The four lanes of a group hold the same rows (each a
+/// quarter of the columns) and share one limit a row. `row_lists` (k <= 2, up to 768 bits): the
+/// four lanes keep the row's list alike; else each lane keeps the list of its own columns, and the
+/// four are merged at the end.
+template <int C, int Kcap>
 struct wgmma_rows {
+  static constexpr int shift = wgmma_key_shift(C);
+  static constexpr std::uint32_t bias = wgmma_bias(C);
+  static constexpr bool row_lists = shift != 0 && Kcap <= 2;
   key_list<Kcap> best[2];
   std::int32_t query_popc[2];
-  std::uint32_t limit[2];  // a pair enters row h's list when its biased value is below limit[h]
+  std::uint32_t limit[2];
 
-  /// The biased form of a distance bound (no_limit: wgmma_open).
-  __device__ __forceinline__ std::uint32_t biased(int h, std::int32_t distance) const {
-    return distance == no_limit ? wgmma_open : std::uint32_t(distance - query_popc[h] + std::int32_t(wgmma_bias));
+  /// The limit a distance bound gives row h (no_limit: wgmma_open): the keys of smaller distances.
+  __device__ __forceinline__ std::uint32_t limit_of(int h, std::int32_t distance) const {
+    return distance == no_limit ? wgmma_open : std::uint32_t(distance - query_popc[h] + std::int32_t(bias)) << shift;
   }
 
-  /// The epilogue of one tile (columns column0 + 8j and + 1 of accumulators d, the biased row
-  /// popcounts of the tile's column pairs in pb): two pairs per word and a packed minimum per row;
-  /// only when a lane of the warp holds a row whose minimum beats its limit (rare once the lists
-  /// are full) does the warp take the exact insertions, and then the new limits.
+  /// The epilogue of one 128-column part of a tile (its columns from `column0` on; accumulators d;
+  /// the part's row popcounts as keys, a word per column pair, in pb): two pairs per word and a
+  /// packed minimum per row; only when a lane of the warp holds a row whose least key beats its
+  /// limit (rare once the lists are full) does the warp go on to the lists and the new limits.
   /// `spill`: this thread's 16 words of shared memory, 4 x 16 bytes `stride` uint4 apart.
   __device__ __forceinline__ void search_tile(const std::uint32_t (&d)[64], const std::uint32_t (&pb)[16],
-                                              std::int32_t column0, uint4* spill, int stride) {
-    // e = popc(b) + bias - 2 popc(a AND b) for columns 8j + 2t (low half) and 8j + 2t + 1 (high
-    // half); no half borrows from the other (each stays in [0, 2 bias], or is the padding).
+                                              std::int32_t column0, int t, uint4* spill, int stride) {
+    // The keys of columns 8j + 2t (low half) and 8j + 2t + 1 (high half); no half borrows from the
+    // other (each stays in [0, 2 bias] << shift, plus the word, or is the padding).
     std::uint32_t e[2][16];
 #pragma unroll
     for (int j = 0; j < 16; ++j) {
-      e[0][j] = pb[j] - 2u * __byte_perm(d[4 * j], d[4 * j + 1], 0x5410);
-      e[1][j] = pb[j] - 2u * __byte_perm(d[4 * j + 2], d[4 * j + 3], 0x5410);
+      e[0][j] = pb[j] - (2u << shift) * __byte_perm(d[4 * j], d[4 * j + 1], 0x5410);
+      e[1][j] = pb[j] - (2u << shift) * __byte_perm(d[4 * j + 2], d[4 * j + 3], 0x5410);
     }
-    // A list that is not full yet (the slice's first tile) would take every column: with k <= 2
-    // the limit becomes one more than the row's second smallest value in this tile, so that only
-    // the two smallest (and their ties) are inserted; a column above it is farther than both.
-    if constexpr (Kcap == 2) {
+    // Per-lane lists (1024 bits), k = 2: a list that is not full yet (the slice's first tile) would
+    // take every column: the limit becomes one more than the row's second least key in this tile,
+    // so that only the two smallest (and their ties) are inserted; a column above it is farther
+    // than both. (Row lists take a row's two least keys outright.)
+    if constexpr (!row_lists && Kcap == 2) {
       if (__any_sync(0xffffffffu, limit[0] == wgmma_open || limit[1] == wgmma_open)) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -139,6 +156,7 @@ struct wgmma_rows {
       }
     }
     bool hit[2];
+    std::uint32_t least[2];  // per half, the row's least key over the lane's 32 columns
     const std::uint32_t limits[2] = {limit[0] * 0x10001u, limit[1] * 0x10001u};  // in both halves
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -147,20 +165,69 @@ struct wgmma_rows {
       low = __vimin3_u16x2(low, e[h][6], e[h][7]), high = __vimin3_u16x2(high, e[h][8], e[h][9]);
       low = __vimin3_u16x2(low, e[h][10], e[h][11]), high = __vimin3_u16x2(high, e[h][12], e[h][13]);
       low = __vimin3_u16x2(low, e[h][14], e[h][15]);
-      hit[h] = halves_below(__vminu2(low, high), limits[h]) != 0;
+      least[h] = __vminu2(low, high);
+      hit[h] = halves_below(least[h], limits[h]) != 0;
     }
     if (!__any_sync(0xffffffffu, hit[0] || hit[1])) return;
+    if constexpr (row_lists) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
-      if (hit[h]) insert_below(e[h], h, limits[h], column0, spill, stride);
-    share_limits();
+      for (int h = 0; h < 2; ++h)
+        if (__any_sync(0xffffffffu, hit[h])) take_least(e[h], least[h], h, column0, t);
+    } else {
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        if (hit[h]) insert_below(e[h], h, limits[h], column0 + 2 * t, spill, stride);
+      share_limits();
+    }
   }
 
-  /// Inserts row h's columns below its limit (`limits`: in both halves). A bit per column below
-  /// it (word j's halves go to bits 2j and 2j + 16 for j < 8, 2(j - 8) + 1 and 2(j - 8) + 17 above:
-  /// one shift and one OR a word), the words parked in shared memory, and one insertion loop over
-  /// the bits (a single copy of the insertion, and no local memory). The keys are whole (distance,
-  /// index), so the order of the insertions does not matter.
+  /// Row lists: the row's k least keys of the part (each lane's, from its two halves, merged over
+  /// the four lanes as (key << 3) + 2t + half, which orders them by distance, then column, and is
+  /// the value << 7 plus the column in the part) enter the row's list where below its limit; the
+  /// list's k-th is the new limit. `least`: the lane's least key a half.
+  __device__ __forceinline__ void take_least(const std::uint32_t (&e)[16], std::uint32_t least, int h,
+                                             std::int32_t column0, int t) {
+    const std::uint32_t lane_low = 2u * static_cast<std::uint32_t>(t), lane_high = lane_low + 1u;
+    std::uint32_t s1 = ((least & 0xffffu) << 3) | lane_low, s2 = ((least >> 16) << 3) | lane_high;
+    if constexpr (Kcap == 1) {
+      s1 = min(s1, s2);
+      s1 = min(s1, __shfl_xor_sync(0xffffffffu, s1, 1));
+      s1 = min(s1, __shfl_xor_sync(0xffffffffu, s1, 2));
+    } else {
+      // The two least keys a half: a tree of (least, second) pairs over the 16 words.
+      std::uint32_t first[8], second[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) first[i] = __vminu2(e[2 * i], e[2 * i + 1]), second[i] = __vmaxu2(e[2 * i], e[2 * i + 1]);
+#pragma unroll
+      for (int w = 1; w < 8; w *= 2)
+#pragma unroll
+        for (int i = 0; i < 8; i += 2 * w) {
+          const std::uint32_t a1 = first[i], b1 = first[i + w];
+          first[i] = __vminu2(a1, b1);
+          second[i] = __vimin3_u16x2(__vmaxu2(a1, b1), second[i], second[i + w]);
+        }
+      std::uint32_t low2 = ((second[0] & 0xffffu) << 3) | lane_low, high2 = ((second[0] >> 16) << 3) | lane_high;
+      merge_two_smallest(s1, low2, s2, high2);  // s1 <= low2: the lane's two least
+      s2 = low2;
+      merge_two_smallest(s1, s2, __shfl_xor_sync(0xffffffffu, s1, 1), __shfl_xor_sync(0xffffffffu, s2, 1));
+      merge_two_smallest(s1, s2, __shfl_xor_sync(0xffffffffu, s1, 2), __shfl_xor_sync(0xffffffffu, s2, 2));
+    }
+    const std::uint32_t bound = limit[h] << 3;
+    auto enter = [&](std::uint32_t key) {
+      if (key < bound)
+        best[h].insert(match_key(std::int32_t(key >> 7) - std::int32_t(bias) + query_popc[h], column0 + std::int32_t(key & 127u)));
+    };
+    enter(s1);
+    if constexpr (Kcap == 2) enter(s2);
+    limit[h] = min(limit[h], limit_of(h, best[h].threshold()));
+  }
+
+  /// Per-lane lists: inserts row h's columns below its limit (`limits`: in both halves; `column0`:
+  /// the lane's first column). A bit per column below it (word j's halves go to bits 2j and 2j + 16
+  /// for j < 8, 2(j - 8) + 1 and 2(j - 8) + 17 above: one shift and one OR a word), the words parked
+  /// in shared memory, and one insertion loop over the bits (a single copy of the insertion, and no
+  /// local memory). The keys are whole (distance, index), so the order of the insertions does not
+  /// matter.
   __device__ __forceinline__ void insert_below(const std::uint32_t (&e)[16], int h, std::uint32_t limits,
                                                std::int32_t column0, uint4* spill, int stride) {
     std::uint32_t below = 0;
@@ -173,18 +240,18 @@ struct wgmma_rows {
       below &= below - 1;
       const int half = bit >> 4, r = bit & 15, j = (r >> 1) | ((r & 1) << 3);
       const std::uint32_t word = reinterpret_cast<const std::uint32_t*>(spill + (j >> 2) * stride)[j & 3];
-      const std::uint32_t v = (word >> (16 * half)) & 0xffffu;
-      best[h].insert(match_key(std::int32_t(v) - std::int32_t(wgmma_bias) + query_popc[h], column0 + 8 * j + half));
+      const std::uint32_t v = ((word >> (16 * half)) & 0xffffu) >> shift;
+      best[h].insert(match_key(std::int32_t(v) - std::int32_t(bias) + query_popc[h], column0 + 8 * j + half));
     }
     // k <= 2: share_limits takes the union's bound, which is below this list's.
-    if constexpr (Kcap != 2) limit[h] = min(limit[h], biased(h, best[h].threshold()));
+    if constexpr (Kcap != 2) limit[h] = min(limit[h], limit_of(h, best[h].threshold()));
   }
 
-  /// After insertions: each row's limit from the four lanes' lists. Later columns are higher than
-  /// every column seen, so a pair must beat the k-th best of the four lists together. k <= 2:
-  /// merged exactly from the lanes' two best, the same in the four lanes (so are their limits
-  /// before: the shared one, or the first tile's, less their own lists' thresholds, which the
-  /// union's is below); else the smallest of the four lanes' limits.
+  /// Per-lane lists, after insertions: each row's limit from the four lanes' lists. Later columns
+  /// are higher than every column seen, so a pair must beat the k-th best of the four lists
+  /// together. k <= 2: merged exactly from the lanes' two best, the same in the four lanes (so are
+  /// their limits before: the shared one, or the first tile's, less their own lists' thresholds,
+  /// which the union's is below); else the smallest of the four lanes' limits.
   __device__ __forceinline__ void share_limits() {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -193,7 +260,7 @@ struct wgmma_rows {
         std::uint32_t a0 = static_cast<std::uint32_t>(best[h].key[0] >> 32), a1 = static_cast<std::uint32_t>(best[h].key[1] >> 32);
         merge_two_smallest(a0, a1, __shfl_xor_sync(0xffffffffu, a0, 1), __shfl_xor_sync(0xffffffffu, a1, 1));
         merge_two_smallest(a0, a1, __shfl_xor_sync(0xffffffffu, a0, 2), __shfl_xor_sync(0xffffffffu, a1, 2));
-        if (a1 != 0xffffffffu) limit[h] = min(limit[h], a1 - query_popc[h] + wgmma_bias);
+        if (a1 != 0xffffffffu) limit[h] = min(limit[h], limit_of(h, std::int32_t(a1)));
       } else {
         std::uint32_t bound = limit[h];
         bound = min(bound, __shfl_xor_sync(0xffffffffu, bound, 1));
@@ -208,7 +275,7 @@ struct wgmma_rows {
 /// One training tile as the wgmma kernel reads it (the tiling kernel writes them, the search
 /// copies each whole into shared memory): its 256 rows' C 256-bit chunks laid out as wgmma's
 /// no-swizzle K-major core matrices (chunk c, row r, half h of 16 bytes at c x 8192 + (r / 8) x
-/// 256 + h x 128 + (r % 8) x 16), then the rows' biased popcounts, two rows (2p, 2p + 1) a word,
+/// 256 + h x 128 + (r % 8) x 16), then the rows' keys with no AND counted (wgmma_key_shift), two rows (2p, 2p + 1) a word,
 /// ordered so that lane t of a group reads its 16 words of each 128 rows with four 16-byte loads.
 /// Rows past the slice's end are zeros with the popcount wgmma_padding.
 __host__ __device__ inline constexpr int wgmma_tile_bytes(int chunks) {
@@ -255,12 +322,16 @@ __device__ __forceinline__ void tile_rows(const std::uint32_t* train, std::int64
           make_uint4(v[0], v[1], v[2], v[3]);
     }
   }
-  const std::uint32_t biased = in ? std::uint32_t(ones) + wgmma_bias : wgmma_padding;
-  const std::uint32_t next = __shfl_down_sync(0xffffffffu, biased, 1);  // row r + 1
+  // The row's key with no AND counted: its biased popcount, and its word (r % 128) / 8 (row pairs
+  // 2p, 2p + 1 share a word; columns 8j + 2t and + 1 of a part go to word j of lane t).
+  constexpr int shift = wgmma_key_shift(C);
+  const std::uint32_t key = in ? ((std::uint32_t(ones) + wgmma_bias(C)) << shift) | (shift != 0 ? std::uint32_t((r & 127) >> 3) : 0u)
+                               : wgmma_padding;
+  const std::uint32_t next = __shfl_down_sync(0xffffffffu, key, 1);  // row r + 1
   if ((r & 1) == 0) {
     const int pair = r >> 1;
     reinterpret_cast<std::uint32_t*>(to + C * chunk_bytes)[(pair >> 6) * 64 + (pair & 3) * 16 + ((pair & 63) >> 2)] =
-        biased | (next << 16);
+        key | (next << 16);
   }
 }
 
@@ -310,7 +381,7 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
   const int g = lane.id() >> 2, t = lane.id() & 3;
   const std::int64_t row0 = std::int64_t(at.query_block) * knn_tuning::wgmma_block_queries + lane.warp_id() * 16 + g;
   std::uint32_t a[C][4];
-  wgmma_rows<Kcap> mine;
+  wgmma_rows<C, Kcap> mine;
   {
     load_query_fragments<C>(p.query, p.queries, words, row0, t, a, mine.query_popc);
 #pragma unroll
@@ -362,7 +433,7 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
       const uint4 v = popc[q];
       pb[4 * q] = v.x, pb[4 * q + 1] = v.y, pb[4 * q + 2] = v.z, pb[4 * q + 3] = v.w;
     }
-    mine.search_tile(d, pb, static_cast<std::int32_t>(column0 + part * 128 + 2 * t), &spill[0][threadIdx.x], threads);
+    mine.search_tile(d, pb, static_cast<std::int32_t>(column0 + part * 128), t, &spill[0][threadIdx.x], threads);
   };
   // A tile at a time: its wgmma, then the search of its distances; the other warpgroups keep the
   // tensor cores busy meanwhile.
@@ -399,8 +470,7 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
   }
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    mine.best[h].merge_lanes(1);
-    mine.best[h].merge_lanes(2);
+    if constexpr (!wgmma_rows<C, Kcap>::row_lists) mine.best[h].merge_lanes(1), mine.best[h].merge_lanes(2);
     const std::int64_t q = row0 + 8 * h;
     if (t == 0 && q < p.queries) store_list(p.partials, p.queries, at.slice, q, mine.best[h]);
   }
