@@ -75,11 +75,11 @@ TEST(CudaMatch, BothPathsAgainstBitwiseBruteForce) {
   int case_number = 0;
   // Sizes around the tiles: 16/32-query warp tiles, 64/128/256-query blocks, 128-row training
   // tiles, 8-lane groups, 512-row slices.
-  for (int bytes : {4, 8, 32, 36, 64, 100, 128}) {
+  for (int bytes : {4, 8, 32, 36, 64, 80, 100, 128}) {
     for (auto [nq, nt] : {std::pair{0, 3}, {1, 0}, {1, 1}, {2, 2}, {17, 129}, {65, 300}, {257, 1100}, {1000, 3001}}) {
       for (int k : {1, 2, 3, 8}) {
         for (bool sparse : {false, true}) {
-          if (nq * nt > 300000 && (k == 3 || bytes == 36 || bytes == 100)) continue;  // keep the reference quick
+          if (nq * nt > 300000 && (k == 3 || bytes == 36 || bytes == 80 || bytes == 100)) continue;  // keep the reference quick
           const std::uint64_t s = seed + std::uint64_t(++case_number) * 7919;
           const auto q = random_descriptors(std::size_t(nq), bytes, s, sparse);
           const auto t = random_descriptors(std::size_t(nt), bytes, s + 1, sparse);
@@ -259,7 +259,7 @@ TEST(CudaMatch, HopperRunsTheWarpgroupKernel) {
 // Adversarial data for the packed epilogue and the tiles: every pair tied (all descriptors
 // equal: OpenCV's order is the training index), descriptors one bit apart, all-ones rows (the
 // largest distances), 0 and 1 training rows, training counts one below, at and one above the
-// 128-row tiles and the 512-row slices, 256/384/512/1024 bits, k = 1..8, and training rows not
+// 128-row tiles and the 512-row slices, 256/384/512/768/1024 bits, k = 1..8, and training rows not
 // 16-byte aligned (the word-by-word copies).
 TEST(CudaMatch, AdversarialDataAgainstBitwiseBruteForce) {
   MR_REQUIRE_GPU();
@@ -267,7 +267,7 @@ TEST(CudaMatch, AdversarialDataAgainstBitwiseBruteForce) {
   std::mt19937_64 rng(seed);
   mc::workspace ws;
   int case_number = 0;
-  for (int bytes : {32, 48, 64, 128}) {
+  for (int bytes : {32, 48, 64, 96, 128}) {
     // Around the 128-row tiles of mma.sync and the 256-row tiles of wgmma.
     for (int trains : {0, 1, 127, 128, 129, 255, 256, 257, 511, 513}) {
       for (int kind = 0; kind < 4; ++kind) {

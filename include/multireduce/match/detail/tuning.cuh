@@ -66,7 +66,8 @@ namespace multireduce::cuda::detail {
 ///    1.62-1.64); 10 kept. Before them, with each thread copying its half row and marking it in (its
 ///    popcount, a proxy fence, an mbarrier), 10 tiles took 5.496 / 4.654 T/s against 5.438 / 4.605
 ///    with 7 (2026-11-27T12:36Z). At 768 and 1024 bits 10 tiles do not fit the shared memory (227
-///    KB a block with the epilogue's 32 KB).
+///    KB a block, with the 32 KB of parked words of the per-lane lists; the row lists of k <= 2 up
+///    to 768 bits need none, which would leave room for 8 tiles at 768: not timed).
 ///  - wgmma_block_overhead_rows = 512: a lone search takes the slices that minimise waves x (rows
 ///    of a slice in wgmmas of 128 + 512) (slices_for_wgmma; at least a tile's 256 rows each):
 ///    10,000^2 picks 3 slices, the best of the 11 counts measured from 1 to 20 (1.743 T/s at 256 bits; 6 slices 1.486,
@@ -78,7 +79,7 @@ namespace multireduce::cuda::detail {
 ///    128 at 1024, unchanged by the keys; 88 and 136 before the tiling kernel, 80 and 128 before
 ///    the ring's counters). The next part's wgmma issued before the screen (its keys made, the
 ///    accumulators free) needs all 128 with 4-24 bytes of spills, and ran slower (6.50 / 5.84
-///    against 6.91 / 6.06 T/s, 2026-11-27T18:45Z, probe).
+///    against 6.91 / 6.06 T/s, 2026-11-27T18:39Z, probe).
 struct knn_tuning {
   static constexpr int popcount_block_threads = 256, tensor_block_threads = 128, tensor_train_tile = 128;
   static constexpr int wgmma_block_threads = 512, wgmma_train_tile = 256, wgmma_block_queries = 256;

@@ -8,7 +8,7 @@
 // 16 bits with room for the column's place in the thread's words (its *key*: the value times 16
 // plus the word, up to 768 bits), so a pair of columns is one packed word, one byte-permute and
 // one multiply-add make it, and a three-way 16-bit min (VIMNMX3.U16x2) folds two words into the
-// row's least key over the tile. Only a row whose least key beats the k-th best of its row (rare
+// row's least key over the lane's 32 columns of a 128-column part. Only a row whose least key beats the k-th best of its row (rare
 // once the lists fill) goes on: for k <= 2 its two least keys, which say their columns, merged over
 // the row's four lanes into a list of the row's that the four lanes keep alike; for larger k (or
 // 1024 bits, whose values leave no room for the column) a bit mask of its columns below the limit
@@ -102,14 +102,14 @@ __device__ __forceinline__ void merge_two_smallest(std::uint32_t& a0, std::uint3
 /// What a warpgroup thread of the wgmma kernel keeps for its two query rows (g and g + 8 of its
 /// warp's 16): the top-k lists, the popcounts and each row's limit on the keys (a pair enters row
 /// h's list when its key is below limit[h]). The four lanes of a group hold the same rows (each a
-/// quarter of the columns) and share one limit a row. `row_lists` (k <= 2, up to 768 bits): the
-/// four lanes keep the row's list alike; else each lane keeps the list of its own columns, and the
-/// four are merged at the end.
+/// quarter of the columns) and share one limit a row. `row_lists` (k <= 2, that is Kcap 2, up to
+/// 768 bits): the four lanes keep the row's list alike; else each lane keeps the list of its own
+/// columns, and the four are merged at the end.
 template <int C, int Kcap>
 struct wgmma_rows {
   static constexpr int shift = wgmma_key_shift(C);
   static constexpr std::uint32_t bias = wgmma_bias(C);
-  static constexpr bool row_lists = shift != 0 && Kcap <= 2;
+  static constexpr bool row_lists = shift != 0 && Kcap == 2;
   key_list<Kcap> best[2];
   std::int32_t query_popc[2];
   std::uint32_t limit[2];
@@ -123,7 +123,8 @@ struct wgmma_rows {
   /// the part's row popcounts as keys, a word per column pair, in pb): two pairs per word and a
   /// packed minimum per row; only when a lane of the warp holds a row whose least key beats its
   /// limit (rare once the lists are full) does the warp go on to the lists and the new limits.
-  /// `spill`: this thread's 16 words of shared memory, 4 x 16 bytes `stride` uint4 apart.
+  /// `spill`: this thread's 16 words of shared memory, 4 x 16 bytes `stride` uint4 apart (per-lane
+  /// lists only).
   __device__ __forceinline__ void search_tile(const std::uint32_t (&d)[64], const std::uint32_t (&pb)[16],
                                               std::int32_t column0, int t, uint4* spill, int stride) {
     // The keys of columns 8j + 2t (low half) and 8j + 2t + 1 (high half); no half borrows from the
@@ -181,44 +182,38 @@ struct wgmma_rows {
     }
   }
 
-  /// Row lists: the row's k least keys of the part (each lane's, from its two halves, merged over
+  /// Row lists: the row's two least keys of the part (each lane's, from its two halves, merged over
   /// the four lanes as (key << 3) + 2t + half, which orders them by distance, then column, and is
   /// the value << 7 plus the column in the part) enter the row's list where below its limit; the
-  /// list's k-th is the new limit. `least`: the lane's least key a half.
+  /// list's second is the new limit. `least`: the lane's least key a half.
   __device__ __forceinline__ void take_least(const std::uint32_t (&e)[16], std::uint32_t least, int h,
                                              std::int32_t column0, int t) {
     const std::uint32_t lane_low = 2u * static_cast<std::uint32_t>(t), lane_high = lane_low + 1u;
     std::uint32_t s1 = ((least & 0xffffu) << 3) | lane_low, s2 = ((least >> 16) << 3) | lane_high;
-    if constexpr (Kcap == 1) {
-      s1 = min(s1, s2);
-      s1 = min(s1, __shfl_xor_sync(0xffffffffu, s1, 1));
-      s1 = min(s1, __shfl_xor_sync(0xffffffffu, s1, 2));
-    } else {
-      // The two least keys a half: a tree of (least, second) pairs over the 16 words.
-      std::uint32_t first[8], second[8];
+    // The two least keys a half: a tree of (least, second) pairs over the 16 words.
+    std::uint32_t first[8], second[8];
 #pragma unroll
-      for (int i = 0; i < 8; ++i) first[i] = __vminu2(e[2 * i], e[2 * i + 1]), second[i] = __vmaxu2(e[2 * i], e[2 * i + 1]);
+    for (int i = 0; i < 8; ++i) first[i] = __vminu2(e[2 * i], e[2 * i + 1]), second[i] = __vmaxu2(e[2 * i], e[2 * i + 1]);
 #pragma unroll
-      for (int w = 1; w < 8; w *= 2)
+    for (int w = 1; w < 8; w *= 2)
 #pragma unroll
-        for (int i = 0; i < 8; i += 2 * w) {
-          const std::uint32_t a1 = first[i], b1 = first[i + w];
-          first[i] = __vminu2(a1, b1);
-          second[i] = __vimin3_u16x2(__vmaxu2(a1, b1), second[i], second[i + w]);
-        }
-      std::uint32_t low2 = ((second[0] & 0xffffu) << 3) | lane_low, high2 = ((second[0] >> 16) << 3) | lane_high;
-      merge_two_smallest(s1, low2, s2, high2);  // s1 <= low2: the lane's two least
-      s2 = low2;
-      merge_two_smallest(s1, s2, __shfl_xor_sync(0xffffffffu, s1, 1), __shfl_xor_sync(0xffffffffu, s2, 1));
-      merge_two_smallest(s1, s2, __shfl_xor_sync(0xffffffffu, s1, 2), __shfl_xor_sync(0xffffffffu, s2, 2));
-    }
+      for (int i = 0; i < 8; i += 2 * w) {
+        const std::uint32_t a1 = first[i], b1 = first[i + w];
+        first[i] = __vminu2(a1, b1);
+        second[i] = __vimin3_u16x2(__vmaxu2(a1, b1), second[i], second[i + w]);
+      }
+    std::uint32_t low2 = ((second[0] & 0xffffu) << 3) | lane_low, high2 = ((second[0] >> 16) << 3) | lane_high;
+    merge_two_smallest(s1, low2, s2, high2);  // s1 <= low2: the lane's two least
+    s2 = low2;
+    merge_two_smallest(s1, s2, __shfl_xor_sync(0xffffffffu, s1, 1), __shfl_xor_sync(0xffffffffu, s2, 1));
+    merge_two_smallest(s1, s2, __shfl_xor_sync(0xffffffffu, s1, 2), __shfl_xor_sync(0xffffffffu, s2, 2));
     const std::uint32_t bound = limit[h] << 3;
     auto enter = [&](std::uint32_t key) {
       if (key < bound)
         best[h].insert(match_key(std::int32_t(key >> 7) - std::int32_t(bias) + query_popc[h], column0 + std::int32_t(key & 127u)));
     };
     enter(s1);
-    if constexpr (Kcap == 2) enter(s2);
+    enter(s2);
     limit[h] = min(limit[h], limit_of(h, best[h].threshold()));
   }
 
@@ -374,7 +369,9 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
   static_assert(tile % 128 == 0 && tile_bytes % 128 == 0, "wgmmas of 128 rows, tiles 128-byte aligned");
   constexpr int parts = tile / 128;  // wgmmas (and searches) of 128 rows a tile
   extern __shared__ __align__(128) std::uint8_t ring[];  // stages x tile_bytes
-  __shared__ uint4 spill[4][threads];  // the epilogue's parked words, thread-minor (no bank conflicts)
+  // The per-lane lists' parked words, thread-minor (no bank conflicts); unused (and left out by
+  // the compiler) with row lists.
+  __shared__ uint4 spill[4][threads];
   const knn_block at = locate_block<true>(launch);  // always a 1-D grid over the launch's table
   const knn_problem& p = launch.problem[at.problem];
   cuda_lane lane;
