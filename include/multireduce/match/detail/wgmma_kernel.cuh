@@ -110,9 +110,35 @@ struct wgmma_rows {
   static constexpr int shift = wgmma_key_shift(C);
   static constexpr std::uint32_t bias = wgmma_bias(C);
   static constexpr bool row_lists = shift != 0 && Kcap == 2;
-  key_list<Kcap> best[2];
+  key_list<Kcap> best[2];  // per-lane lists
+  // Row lists: the row's two nearest as biased values (row_empty: none) and training indices. The
+  // columns come in increasing index order, so a later pair enters where its value is strictly
+  // lower, and the values alone order them.
+  static constexpr std::uint32_t row_empty = wgmma_open >> 4;  // above every real value, not the padding's
+  std::uint32_t near_value[2][2];
+  std::int32_t near_index[2][2];
   std::int32_t query_popc[2];
   std::uint32_t limit[2];
+
+  __device__ __forceinline__ void clear(int h) {
+    best[h].clear();
+    near_value[h][0] = near_value[h][1] = row_empty, near_index[h][0] = near_index[h][1] = 0;
+    limit[h] = wgmma_open;
+  }
+  /// The row's list as whole (distance, index) keys.
+  __device__ __forceinline__ key_list<Kcap> list(int h) const {
+    if constexpr (row_lists) {
+      key_list<Kcap> out;
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+        out.key[j] = near_value[h][j] == row_empty
+                         ? empty_key
+                         : match_key(std::int32_t(near_value[h][j]) - std::int32_t(bias) + query_popc[h], near_index[h][j]);
+      return out;
+    } else {
+      return best[h];
+    }
+  }
 
   /// The limit a distance bound gives row h (no_limit: wgmma_open): the keys of smaller distances.
   __device__ __forceinline__ std::uint32_t limit_of(int h, std::int32_t distance) const {
@@ -207,14 +233,19 @@ struct wgmma_rows {
     s2 = low2;
     merge_two_smallest(s1, s2, __shfl_xor_sync(0xffffffffu, s1, 1), __shfl_xor_sync(0xffffffffu, s2, 1));
     merge_two_smallest(s1, s2, __shfl_xor_sync(0xffffffffu, s1, 2), __shfl_xor_sync(0xffffffffu, s2, 2));
-    const std::uint32_t bound = limit[h] << 3;
+    // s1 < s2 enter in that order (the list's entries are earlier columns: a tie keeps them).
     auto enter = [&](std::uint32_t key) {
-      if (key < bound)
-        best[h].insert(match_key(std::int32_t(key >> 7) - std::int32_t(bias) + query_popc[h], column0 + std::int32_t(key & 127u)));
+      const std::uint32_t v = key >> 7;
+      const std::int32_t index = column0 + std::int32_t(key & 127u);
+      if (v < near_value[h][1]) {
+        const bool first = v < near_value[h][0];
+        near_value[h][1] = first ? near_value[h][0] : v, near_index[h][1] = first ? near_index[h][0] : index;
+        if (first) near_value[h][0] = v, near_index[h][0] = index;
+      }
     };
     enter(s1);
     enter(s2);
-    limit[h] = min(limit[h], limit_of(h, best[h].threshold()));
+    limit[h] = near_value[h][1] << shift;
   }
 
   /// Per-lane lists: inserts row h's columns below its limit (`limits`: in both halves; `column0`:
@@ -382,7 +413,7 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
   {
     load_query_fragments<C>(p.query, p.queries, words, row0, t, a, mine.query_popc);
 #pragma unroll
-    for (int h = 0; h < 2; ++h) mine.best[h].clear(), mine.limit[h] = wgmma_open;
+    for (int h = 0; h < 2; ++h) mine.clear(h);
   }
 
   std::int64_t begin, end;
@@ -469,7 +500,7 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
   for (int h = 0; h < 2; ++h) {
     if constexpr (!wgmma_rows<C, Kcap>::row_lists) mine.best[h].merge_lanes(1), mine.best[h].merge_lanes(2);
     const std::int64_t q = row0 + 8 * h;
-    if (t == 0 && q < p.queries) store_list(p.partials, p.queries, at.slice, q, mine.best[h]);
+    if (t == 0 && q < p.queries) store_list(p.partials, p.queries, at.slice, q, mine.list(h));
   }
 #else
   (void)launch, (void)words;
