@@ -101,14 +101,13 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
     searched_image[std::size_t(p.second)] = 1;
     if (rule.cross_check) searched_image[std::size_t(p.first)] = 1;
   }
-  constexpr std::int64_t tile_rows = detail::knn_tuning::wgmma_train_tile;
+  // (`kernel` may change to mma.sync below: these ask it each time.)
   auto image_tiles = [&](std::int64_t n) -> std::int64_t {
-    return kernel.wgmma && searched_image[std::size_t(n)] != 0 ? (c.rows_of(n) + tile_rows - 1) / tile_rows : 0;
+    return searched_image[std::size_t(n)] != 0 ? detail::image_tile_count(kernel, c.rows_of(n)) : 0;
   };
   auto tile_bytes = [&] { return kernel.wgmma ? std::size_t(detail::wgmma_tile_bytes(kernel.units)) : 0; };
   auto image_bytes = [&](std::int64_t n) {
-    return searched_image[std::size_t(n)] != 0 ? detail::image_device_bytes(kernel, row_bytes, c.rows_of(n))
-                                               : std::size_t(c.rows_of(n)) * row_bytes;
+    return std::size_t(c.rows_of(n)) * row_bytes + std::size_t(image_tiles(n)) * tile_bytes();
   };
   std::size_t all_bytes = 0, largest_bytes = 0;
   for (std::int64_t n = 0; n < c.images(); ++n)

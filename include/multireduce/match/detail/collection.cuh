@@ -62,12 +62,16 @@ inline cudaError_t launch_collection_search(const std::uint8_t* query, std::int6
   return launch(kernel.kernel, grid, kernel.threads, kernel.shared_bytes, stream, search, bytes / 4);
 }
 
-/// Bytes an image of `rows` descriptors takes on the GPU: its rows and, for the wgmma kernel, its
-/// tiles (each image's tiles start a tile of their own).
-inline std::size_t image_device_bytes(const knn_config& c, std::size_t row_bytes, std::int64_t rows) {
+/// The wgmma kernel's tiles of an image of `rows` descriptors (each image's tiles start a tile of
+/// their own); none for the other kernels.
+inline std::int64_t image_tile_count(const knn_config& c, std::int64_t rows) {
   constexpr std::int64_t tile = knn_tuning::wgmma_train_tile;
-  const std::size_t tiles = c.wgmma ? std::size_t((rows + tile - 1) / tile) : 0;
-  return std::size_t(rows) * row_bytes + tiles * std::size_t(wgmma_tile_bytes(c.units));
+  return c.wgmma ? (rows + tile - 1) / tile : 0;
+}
+
+/// Bytes an image of `rows` descriptors takes on the GPU: its rows and its tiles.
+inline std::size_t image_device_bytes(const knn_config& c, std::size_t row_bytes, std::int64_t rows) {
+  return std::size_t(rows) * row_bytes + std::size_t(image_tile_count(c, rows)) * std::size_t(wgmma_tile_bytes(c.units));
 }
 
 /// Lays the `images` images of a descriptor buffer (`count` rows at `rows`) out as the wgmma

@@ -114,7 +114,7 @@ struct wgmma_rows {
   // Row lists: the row's two nearest as biased values (row_empty: none) and training indices. The
   // columns come in increasing index order, so a later pair enters where its value is strictly
   // lower, and the values alone order them.
-  static constexpr std::uint32_t row_empty = wgmma_open >> 4;  // above every real value, not the padding's
+  static constexpr std::uint32_t row_empty = wgmma_open >> shift;  // above every real value, not the padding's
   std::uint32_t near_value[2][2];
   std::int32_t near_index[2][2];
   std::int32_t query_popc[2];
