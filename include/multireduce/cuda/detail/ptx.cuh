@@ -119,4 +119,20 @@ __device__ __forceinline__ void stage_wait(std::uint64_t* bar, std::uint32_t par
 #endif
 }
 
+/// stage_wait for a barrier given by its shared-memory address (__cvta_generic_to_shared), which
+/// a loop can compute once: the generic pointer's conversion reads the block's shared window (a
+/// special register) at every wait.
+__device__ __forceinline__ void stage_wait(std::uint32_t bar, std::uint32_t parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "{\n.reg .pred ready;\nwait_for_phase:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 ready, [%0], %1;\n"
+      "@!ready bra wait_for_phase;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+#else
+  __trap();
+#endif
+}
+
 }  // namespace multireduce::cuda::detail

@@ -56,6 +56,26 @@ __device__ __forceinline__ std::uint64_t wgmma_descriptor(const void* start, std
   return std::uint64_t((address & 0x3ffff) >> 4) | (std::uint64_t(k_step >> 4) << 16) | (std::uint64_t(row_step >> 4) << 32);
 }
 
+/// Adds one to a shared counter (its shared address) with acquire and release semantics at block
+/// scope and returns its value before: one fence and ATOMS, where __threadfence_block on both
+/// sides of atomicAdd gives two sequentially consistent fences.
+__device__ __forceinline__ int arrive_counting(std::uint32_t counter) {
+  int before;
+  asm volatile("atom.acq_rel.cta.shared::cta.add.u32 %0, [%1], 1;" : "=r"(before) : "r"(counter) : "memory");
+  return before;
+}
+
+/// The value, which the compiler can no longer see through (so that it keeps it in a register
+/// rather than computing it again where it is used).
+__device__ __forceinline__ std::uint32_t opaque(std::uint32_t x) {
+  asm volatile("mov.b32 %0, %0;" : "+r"(x));
+  return x;
+}
+__device__ __forceinline__ std::uint64_t opaque(std::uint64_t x) {
+  asm volatile("mov.b64 %0, %0;" : "+l"(x));
+  return x;
+}
+
 /// Keeps the compiler from moving reads or writes of an accumulator across the wgmma fences.
 __device__ __forceinline__ void wgmma_fence_operand(std::uint32_t& r) { asm volatile("" : "+r"(r)::"memory"); }
 
@@ -216,19 +236,18 @@ struct wgmma_rows {
                                              std::int32_t column0, int t) {
     const std::uint32_t lane_low = 2u * static_cast<std::uint32_t>(t), lane_high = lane_low + 1u;
     std::uint32_t s1 = ((least & 0xffffu) << 3) | lane_low, s2 = ((least >> 16) << 3) | lane_high;
-    // The two least keys a half: a tree of (least, second) pairs over the 16 words.
-    std::uint32_t first[8], second[8];
+    // The second least key a half. The keys of a half differ (each names its word), so the second
+    // is least + 1 + the least over the words of (key - least - 1) mod 2^16, in which the least
+    // itself wraps to the top: one add-and-min a word (VIADDMNMX.U16x2, four chains), where a tree
+    // of (least, second) pairs took 37 instructions. (Padding words share one key, above every
+    // real one, and wrap to it again; the packed sum at the end wraps in each half alike.)
+    const std::uint32_t minus_least = ~least;  // per half, -least - 1 mod 2^16
+    std::uint32_t over[4] = {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu};
 #pragma unroll
-    for (int i = 0; i < 8; ++i) first[i] = __vminu2(e[2 * i], e[2 * i + 1]), second[i] = __vmaxu2(e[2 * i], e[2 * i + 1]);
-#pragma unroll
-    for (int w = 1; w < 8; w *= 2)
-#pragma unroll
-      for (int i = 0; i < 8; i += 2 * w) {
-        const std::uint32_t a1 = first[i], b1 = first[i + w];
-        first[i] = __vminu2(a1, b1);
-        second[i] = __vimin3_u16x2(__vmaxu2(a1, b1), second[i], second[i + w]);
-      }
-    std::uint32_t low2 = ((second[0] & 0xffffu) << 3) | lane_low, high2 = ((second[0] >> 16) << 3) | lane_high;
+    for (int j = 0; j < 16; ++j) over[j & 3] = __viaddmin_u16x2(e[j], minus_least, over[j & 3]);
+    const std::uint32_t second = __viaddmin_u16x2(__vimin3_u16x2(over[0], over[1], __vminu2(over[2], over[3])),
+                                                  least + 0x00010001u, 0xffffffffu);
+    std::uint32_t low2 = ((second & 0xffffu) << 3) | lane_low, high2 = ((second >> 16) << 3) | lane_high;
     merge_two_smallest(s1, low2, s2, high2);  // s1 <= low2: the lane's two least
     s2 = low2;
     merge_two_smallest(s1, s2, __shfl_xor_sync(0xffffffffu, s1, 1), __shfl_xor_sync(0xffffffffu, s2, 1));
@@ -423,8 +442,9 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
   // The ring: tile j in buffer j % stages (positions kept as counters that wrap: a division of
   // tile numbers cost some 60 instructions a tile). `full` completes when the tile's bulk copy has
   // landed; `searched` counts the warps done with the buffer's tile, and the last of them refills
-  // the buffer with tile j + stages at once, so that no warp ever waits for a free buffer and a
-  // warp waits for a tile only when it is `stages` tiles ahead of the slowest.
+  // the buffer with tile j + stages (when it next looks, a tile later), so that no warp ever waits
+  // for a free buffer and a warp waits for a tile only when it is some `stages` tiles ahead of the
+  // slowest.
   __shared__ __align__(8) std::uint64_t full[stages];
   __shared__ int searched[stages];
   auto load = [&](int tile_index, int into) {  // by one thread
@@ -444,11 +464,19 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
     wait_for_previous_grid();
     for (int j = 0; j < stages && j < slice_tiles; ++j) load(j, j);
   }
+  // The buffers' addresses made once (their conversions to shared addresses and descriptors cost
+  // a dozen instructions a tile, and a read of the block's shared window): the descriptor of
+  // buffer 0 (a buffer's is tile_bytes / 16 on, the 14-bit address field never carries), and the
+  // shared addresses of the first barrier and the first counter.
+  // (Passed through an opaque move, or the compiler makes them again at every use.)
+  const std::uint64_t ring_descriptor = opaque(wgmma_descriptor(ring, 128, 256));
+  const std::uint32_t full_at = opaque(static_cast<std::uint32_t>(__cvta_generic_to_shared(full)));
+  const std::uint32_t searched_at = opaque(static_cast<std::uint32_t>(__cvta_generic_to_shared(searched)));
   auto issue = [&](std::uint32_t (&d)[64], int buf, int part) {
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
     for (int c = 0; c < C; ++c)
-      wgmma_and_popc(d, a[c], wgmma_descriptor(ring + buf * tile_bytes + c * chunk_bytes + part * 4096, 128, 256), c);
+      wgmma_and_popc(d, a[c], ring_descriptor + std::uint32_t((buf * tile_bytes + c * chunk_bytes + part * 4096) >> 4), c);
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
   };
   auto search = [&](std::uint32_t (&d)[64], std::uint32_t column0, int buf, int part) {
@@ -473,8 +501,11 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
   // left.
   std::uint32_t column0 = static_cast<std::uint32_t>(begin + p.first_train_index);
   int next_tile = stages;  // the tile that follows this one in its buffer
+  // The last tile's count of the warps done with its buffer before this warp (lane 0's), that
+  // buffer, and the tile it is to hold next.
+  int ticket = 0, ticket_buffer = 0, ticket_tile = 0;
   for (int left = static_cast<int>(end - begin); left > 0; left -= tile, column0 += tile) {
-    stage_wait(&full[buf], parity);
+    stage_wait(full_at + 8u * static_cast<std::uint32_t>(buf), parity);
 #pragma unroll
     for (int part = 0; part < parts; ++part) {
       if (part > 0 && part * 128 >= left) break;  // only padding left
@@ -482,17 +513,19 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
       search(d, column0, buf, part);
     }
-    // The warp is done with the buffer (its wgmmas waited for, its popcounts read): the last warp
-    // refills it (the fences order the others' reads before the copy).
+    // The warp is done with the buffer (its wgmmas waited for, its popcounts read) and says so
+    // (an atomic count with release and acquire: the others' reads come before the copy); the
+    // count is read a tile later, when it has long come back (waiting for it cost some 4% of the
+    // stall samples), and the last warp of a buffer refills it then.
     __syncwarp();
     if (lane.id() == 0) {
-      __threadfence_block();
-      if (atomicAdd(&searched[buf], 1) == warps - 1) {
-        __threadfence_block();
-        searched[buf] = 0;
-        if (next_tile < slice_tiles) load(next_tile, buf);
+      if (ticket == warps - 1) {
+        searched[ticket_buffer] = 0;
+        if (ticket_tile < slice_tiles) load(ticket_tile, ticket_buffer);
       }
+      ticket = arrive_counting(searched_at + 4u * static_cast<std::uint32_t>(buf));
     }
+    ticket_buffer = buf, ticket_tile = next_tile;
     ++next_tile;
     if (++buf == stages) buf = 0, parity ^= 1u;
   }
