@@ -40,9 +40,10 @@ namespace multireduce::cuda::detail {
 /// against the mma.sync kernel in the same process (3.32 / 2.44 T/s at 256 / 512 bits, 65,536^2;
 /// 0.95 / 0.86 at 10,000^2); then 2026-11-27, the same probe (the epilogue's changes, the
 /// pipeline, the slices, the loop's own instructions, the ring's size, the tiling kernel), and
-/// `bash scripts/device_match.sh OUT tests bench ncu match-all` (the standing figures: 7.788 /
-/// 6.711 T/s at 65,536^2, 3.064 / 2.783 at 10,000^2, 2026-11-27T22:40Z, record
-/// docs/results/h200/match.json; ncu: the tensor pipe 27.1% busy, issue slots 57%). The runs, and
+/// `bash scripts/device_match.sh OUT tests bench ncu match-all` (the standing figures: 7.782 /
+/// 6.720 T/s at 65,536^2, 3.070 / 2.768 at 10,000^2, the batch of 1000 pairs 2.507,
+/// 2026-11-27T23:05Z, record docs/results/h200/match.json; ncu: the tensor pipe 27.1% busy, issue
+/// slots 57%). The runs, and
 /// what was tried and not kept, in docs/tuning-log.md:
 ///  - wgmma_block_threads = 512 (4 warpgroups of 64 queries), wgmma_train_tile = 256 rows (two
 ///    m64n128k256 wgmmas per 256-bit chunk), wgmma_block_queries = 256, wgmma_blocks_per_sm = 1:
@@ -56,7 +57,7 @@ namespace multireduce::cuda::detail {
 ///  - `automatic` takes the wgmma kernel wherever it is usable: with the 2026-11-27 epilogue (measured
 ///    while the slow path still had the group-of-four mask and the slices' cost counted single
 ///    rows: both changes since made it faster) it is the faster at every size measured, 1000^2 (0.043 against 0.019 T/s), 3000^2 (0.356 / 0.205),
-///    10,000^2 (1.562 / 0.952), 256-bit, 512-bit alike (probe, 2026-11-27), and 65,536^2 (7.79 /
+///    10,000^2 (1.562 / 0.952), 256-bit, 512-bit alike (probe, 2026-11-27), and 65,536^2 (7.78 /
 ///    3.35, the standing run). (Before, at 10,000^2 its 256-query blocks lost: 0.80 against 0.95 T/s.)
 ///  - wgmma_stages: the ring of tiles in shared memory (10 up to 512 bits, 7 at 768, 5 at 1024),
 ///    each refilled by one bulk copy of the tile a ring later, which the last warp done with it
@@ -106,8 +107,8 @@ struct knn_tuning {
 ///  - accept_threads = 256: the accept kernel's block; not tuned (it reads each list once).
 ///  - free_memory_share = 0.8: the budget when none is given, of the free GPU memory; not tuned.
 /// `automatic` takes the wgmma kernel for the searches where it is usable, as for lone searches:
-/// 1000 x 8192, all pairs, 256-bit: wgmma 5.81 s, mma.sync 10.13 s; 512-bit: 6.54 s against 14.86
-/// (H200, 2026-11-27T22:43Z, bash scripts/device_match.sh OUT tests bench ncu match-all). With the
+/// 1000 x 8192, all pairs, 256-bit: wgmma 5.78 s, mma.sync 10.16 s; 512-bit: 6.47 s against 14.89
+/// (H200, 2026-11-27T23:08Z, bash scripts/device_match.sh OUT tests bench ncu match-all). With the
 /// 2026-11-26 wgmma kernel it lost at 256 bits (12.69 against 10.18 s), and the collection kept
 /// mma.sync there. Rows already on the GPU whose tiles do not fit the budget beside the rounds
 /// take mma.sync (`automatic`).

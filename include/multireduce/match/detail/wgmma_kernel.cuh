@@ -217,9 +217,17 @@ struct wgmma_rows {
     }
     if (!__any_sync(0xffffffffu, hit[0] || hit[1])) return;
     if constexpr (row_lists) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-        if (__any_sync(0xffffffffu, hit[h])) take_least(e[h], least[h], h, column0, t);
+      // Both rows at once where both hit (a slice's first parts): one block of code, in which the
+      // two rows' dependent chains (their shuffles above all) interleave.
+      const bool first = __any_sync(0xffffffffu, hit[0]), second = __any_sync(0xffffffffu, hit[1]);
+      if (first && second) {
+        take_least(e[0], least[0], 0, column0, t);
+        take_least(e[1], least[1], 1, column0, t);
+      } else if (first) {
+        take_least(e[0], least[0], 0, column0, t);
+      } else {
+        take_least(e[1], least[1], 1, column0, t);
+      }
     } else {
 #pragma unroll
       for (int h = 0; h < 2; ++h)
@@ -415,7 +423,7 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
 #if defined(MULTIREDUCE_MATCH_WGMMA_BODY)
   constexpr int tile = knn_tuning::wgmma_train_tile, chunk_bytes = tile * 32, tile_bytes = wgmma_tile_bytes(C);
   constexpr int stages = knn_tuning::wgmma_stages(C);
-  constexpr int threads = knn_tuning::wgmma_block_threads, warps = threads / 32;
+  constexpr int threads = knn_tuning::wgmma_block_threads;
   static_assert(tile % 128 == 0 && tile_bytes % 128 == 0, "wgmmas of 128 rows, tiles 128-byte aligned");
   constexpr int parts = tile / 128;  // wgmmas (and searches) of 128 rows a tile
   extern __shared__ __align__(128) std::uint8_t ring[];  // stages x tile_bytes
@@ -457,6 +465,13 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
     ::cuda::ptx::fence_mbarrier_init(::cuda::ptx::sem_release, ::cuda::ptx::scope_cluster);
   }
   __syncthreads();
+  // A search's last query block may leave whole warpgroups without queries (a batch's pairs, or
+  // 10,000 queries: 16 rows in the last block): those leave now, so that the others have the SM's
+  // issue slots, and the warps done with a buffer are counted up to the busy ones.
+  const std::int64_t block_queries = p.queries - std::int64_t(at.query_block) * knn_tuning::wgmma_block_queries;
+  const int busy_warps = block_queries >= knn_tuning::wgmma_block_queries ? threads / 32
+                                                                          : 4 * static_cast<int>((block_queries + 63) / 64);
+  if (lane.warp_id() >= busy_warps) return;
   // Lone searches and batches launch it overlapping their tiling kernel (programmatic dependent
   // launch): everything above ran meanwhile, and the tiles are read only once that has completed
   // (the collection's were made before: the wait returns at once).
@@ -519,7 +534,7 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
     // stall samples), and the last warp of a buffer refills it then.
     __syncwarp();
     if (lane.id() == 0) {
-      if (ticket == warps - 1) {
+      if (ticket == busy_warps - 1) {
         searched[ticket_buffer] = 0;
         if (ticket_tile < slice_tiles) load(ticket_tile, ticket_buffer);
       }
