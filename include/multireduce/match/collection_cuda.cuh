@@ -107,7 +107,7 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
   };
   auto tile_bytes = [&] { return kernel.wgmma ? std::size_t(detail::wgmma_tile_bytes(kernel.units)) : 0; };
   auto image_bytes = [&](std::int64_t n) {
-    return std::size_t(c.rows_of(n)) * row_bytes + std::size_t(image_tiles(n)) * tile_bytes();
+    return detail::image_device_bytes(kernel, row_bytes, c.rows_of(n), searched_image[std::size_t(n)] != 0);
   };
   std::size_t all_bytes = 0, largest_bytes = 0;
   for (std::int64_t n = 0; n < c.images(); ++n)

@@ -69,9 +69,11 @@ inline std::int64_t image_tile_count(const knn_config& c, std::int64_t rows) {
   return c.wgmma ? (rows + tile - 1) / tile : 0;
 }
 
-/// Bytes an image of `rows` descriptors takes on the GPU: its rows and its tiles.
-inline std::size_t image_device_bytes(const knn_config& c, std::size_t row_bytes, std::int64_t rows) {
-  return std::size_t(rows) * row_bytes + std::size_t(image_tile_count(c, rows)) * std::size_t(wgmma_tile_bytes(c.units));
+/// Bytes an image of `rows` descriptors takes on the GPU: its rows and, if it is `tiled` (some pair
+/// searches it), its tiles.
+inline std::size_t image_device_bytes(const knn_config& c, std::size_t row_bytes, std::int64_t rows, bool tiled = true) {
+  const std::int64_t tiles = tiled ? image_tile_count(c, rows) : 0;
+  return std::size_t(rows) * row_bytes + std::size_t(tiles) * std::size_t(wgmma_tile_bytes(c.units));
 }
 
 /// Lays the `images` images of a descriptor buffer (`count` rows at `rows`) out as the wgmma

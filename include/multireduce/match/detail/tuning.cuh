@@ -61,7 +61,8 @@ namespace multireduce::cuda::detail {
 ///    3.35, the standing run). (Before, at 10,000^2 its 256-query blocks lost: 0.80 against 0.95 T/s.)
 ///  - wgmma_stages: the ring of tiles in shared memory (10 up to 512 bits, 7 at 768, 5 at 1024),
 ///    each refilled by one bulk copy of the tile a ring later, which the last warp done with it
-///    issues (since 2026-11-27T22:30Z when it next looks at the count, a tile later). With the tiling kernel and those copies (2026-11-27T15:17Z, probe, 65,536^2 /
+///    issues (since 2026-11-27T22:30Z when it next looks at the count, a tile later). With the
+///    tiling kernel and those copies (2026-11-27T15:17Z, probe, 65,536^2 /
 ///    10,000^2 / the probe's batch of 155 pairs, 256 bits): 6, 8, 10 and 12 tiles (11 at 512 bits)
 ///    within 0.3% of each other (6.378 / 6.384 / 6.369 / 6.379 T/s; 10,000^2 2.32-2.34; the batch
 ///    1.62-1.64); 10 kept. Before them, with each thread copying its half row and marking it in (its
