@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <multireduce/match/cuda.cuh>
@@ -351,6 +352,74 @@ TEST(CudaMatch, LongSlicesGoRoundTheTileRing) {
                          popcount_reference_knn);
       if (::testing::Test::HasFatalFailure()) return;
     }
+  }
+}
+
+// Batches (and collections) of k <= 2 up to 512 bits take the wgmma kernel's two-warpgroup shape,
+// two blocks an SM; lone searches, larger k and wider descriptors the four-warpgroup one. Two
+// pairs of many queries (the batch's slices then long enough for the shape's ring of 10 tiles, or
+// 6 at 512 bits, to go round once; the last query blocks 65 and 4 queries), dense random rows and
+// training rows all alike (every pair tied), k = 1 and 2, against a 64-bit popcount brute force.
+TEST(CudaMatch, TwoWarpgroupBatchesAgainstBruteForce) {
+  MR_REQUIRE_GPU();
+  int device = 0, major = 0, minor = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), cudaSuccess);
+  if (!mc::detail::wgmma_usable(major, minor)) GTEST_SKIP() << "no wgmma kernel on this GPU";
+  const std::uint64_t seed = seed_for("match two-warpgroup batches");
+  std::mt19937_64 rng(seed);
+  mc::workspace ws;
+  constexpr int pairs = 2;
+  const std::int64_t queries[pairs] = {40001, 36100}, trains[pairs] = {5400, 5300};
+  for (int bytes : {32, 64}) {
+    for (bool alike : {false, true}) {
+      std::vector<std::vector<std::uint8_t>> q(pairs), t(pairs);
+      std::vector<std::vector<std::int32_t>> want_idx(pairs), want_dist(pairs);  // k = 2
+      for (int i = 0; i < pairs; ++i) {
+        q[i] = random_descriptors(std::size_t(queries[i]), bytes, rng(), false);
+        t[i] = random_descriptors(std::size_t(trains[i]), bytes, rng(), false);
+        if (alike) std::fill(t[i].begin(), t[i].end(), std::uint8_t(0x96));
+        popcount_reference_knn(q[i], t[i], bytes, 2, want_idx[i], want_dist[i]);
+      }
+      for (int k : {1, 2}) {
+        SCOPED_TRACE(::testing::Message() << "bytes=" << bytes << " k=" << k << " alike=" << alike << " (seed " << seed << ")");
+        std::vector<mc::knn_pair> batch(pairs);
+        for (int i = 0; i < pairs; ++i) batch[i] = mc::knn_pair{nullptr, queries[i], nullptr, trains[i], nullptr, nullptr};
+        mc::detail::knn_config c{};
+        ASSERT_EQ(mc::detail::configure_knn(batch.data(), pairs, bytes, k, mc::match_path::wgmma, c), cudaSuccess);
+        EXPECT_EQ(c.wgmma_warpgroups, mc::detail::knn_tuning::wgmma_many_warpgroups);
+        const int ring = mc::detail::knn_tuning::wgmma_stages((bytes / 4 + 7) / 8, c.wgmma_warpgroups) *
+                         mc::detail::knn_tuning::wgmma_train_tile;
+        for (int i = 0; i < pairs; ++i) EXPECT_GT(trains[i] / mc::detail::plan_knn_pair(c, batch[i]).slices, ring);
+        std::vector<multireduce::cuda::device_buffer<std::uint8_t>> dq, dt;
+        std::vector<multireduce::cuda::device_buffer<std::int32_t>> idx, dist;
+        for (int i = 0; i < pairs; ++i) {
+          dq.push_back(on_device<std::uint8_t>(q[i]));
+          dt.push_back(on_device<std::uint8_t>(t[i]));
+          idx.push_back(on_device<std::int32_t>(std::size_t(queries[i]) * k));
+          dist.push_back(on_device<std::int32_t>(std::size_t(queries[i]) * k));
+          idx[i].fill_bytes(0xA5), dist[i].fill_bytes(0xA5);
+          batch[i] = mc::knn_pair{dq[i].data(), queries[i], dt[i].data(), trains[i], idx[i].data(), dist[i].data()};
+        }
+        mc::knn_hamming_batched_async(ws, batch.data(), pairs, bytes, k, mc::match_path::wgmma);
+        for (int i = 0; i < pairs; ++i) {
+          SCOPED_TRACE(::testing::Message() << "pair " << i);
+          std::vector<std::int32_t> wi, wd;  // the reference's first k of each row
+          for (std::int64_t r = 0; r < queries[i]; ++r)
+            for (int j = 0; j < k; ++j) wi.push_back(want_idx[i][std::size_t(2 * r + j)]), wd.push_back(want_dist[i][std::size_t(2 * r + j)]);
+          ASSERT_EQ(host_copy(idx[i]), wi);
+          ASSERT_EQ(host_copy(dist[i]), wd);
+        }
+      }
+    }
+  }
+  // The other shape: one search, k > 2, or more than 512 bits.
+  const mc::knn_pair two[2] = {{nullptr, 100, nullptr, 100, nullptr, nullptr}, {nullptr, 100, nullptr, 100, nullptr, nullptr}};
+  for (auto [count, bytes, k] : {std::tuple{1, 32, 2}, std::tuple{2, 32, 5}, std::tuple{2, 96, 2}}) {
+    mc::detail::knn_config c{};
+    ASSERT_EQ(mc::detail::configure_knn(two, count, bytes, k, mc::match_path::wgmma, c), cudaSuccess);
+    EXPECT_EQ(c.wgmma_warpgroups, mc::detail::knn_tuning::wgmma_lone_warpgroups) << count << " " << bytes << " " << k;
   }
 }
 

@@ -95,7 +95,7 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
   // buffers (block i, two passing j blocks), each with its images' rows and tiles.
   detail::knn_config kernel{};
   match_path search_path = options.path;
-  check(detail::choose_knn_kernel(bytes, k, search_path, 1, kernel), what.c_str());
+  check(detail::choose_knn_kernel(bytes, k, search_path, 1, kernel, true), what.c_str());
   std::vector<char> searched_image(std::size_t(c.images()), 0);
   for (const image_pair& p : pairs) {
     searched_image[std::size_t(p.second)] = 1;
@@ -115,7 +115,7 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
   // The tiles: all_bytes less the rows.
   if (on_device && kernel.wgmma && options.path == match_path::automatic && all_bytes - all_rows_bytes > for_rows) {
     search_path = match_path::tensor_core;
-    check(detail::choose_knn_kernel(bytes, k, search_path, 1, kernel), what.c_str());
+    check(detail::choose_knn_kernel(bytes, k, search_path, 1, kernel, true), what.c_str());
   }
   const bool blocked = !on_device && (all_bytes > for_rows || c.total_rows() > INT32_MAX);
   const std::size_t block_bytes = std::min(for_rows / 3, std::size_t(INT32_MAX) * row_bytes);

@@ -106,6 +106,7 @@ inline cudaError_t asked_once(const void* kernel, int threads, std::size_t bytes
 
 struct resident_blocks_fact {};
 struct dynamic_shared_fact {};
+struct shared_carveout_fact {};
 
 /// Blocks of `kernel` that fit on the device at once (at least one per SM): the grid of a
 /// kernel whose blocks loop over their work, so that no block starts only after others finish.
@@ -133,6 +134,17 @@ inline cudaError_t allow_dynamic_shared(Kernel kernel, std::size_t bytes) {
   int unused = 0;
   return asked_once<dynamic_shared_fact>(reinterpret_cast<const void*>(kernel), 0, bytes, unused, [&](int&) {
     return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
+  });
+}
+
+/// Asks the device to give `kernel`'s SMs the most shared memory it can (the rest of their 256 KB
+/// goes to L1), so that several blocks that each take much of it fit an SM at once; once per device
+/// and kernel (asked_once).
+template <class Kernel>
+inline cudaError_t prefer_shared_memory(Kernel kernel) {
+  int unused = 0;
+  return asked_once<shared_carveout_fact>(reinterpret_cast<const void*>(kernel), 0, 0, unused, [&](int&) {
+    return cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, int(cudaSharedmemCarveoutMaxShared));
   });
 }
 

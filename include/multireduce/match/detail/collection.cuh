@@ -35,7 +35,7 @@ inline cudaError_t launch_collection_search(const std::uint8_t* query, std::int6
   if (queries == 0 || slices == 0) return cudaSuccess;
   // Every launch fills queries x slices lists: the warp tiles are chosen on that count.
   knn_config c{};
-  if (const cudaError_t e = choose_knn_kernel(bytes, k, path, queries * slices, c); e != cudaSuccess)
+  if (const cudaError_t e = choose_knn_kernel(bytes, k, path, queries * slices, c, true); e != cudaSuccess)
     return e;
   const auto query_blocks = static_cast<std::int32_t>((queries + c.block_queries - 1) / c.block_queries);
   knn_launch search{};

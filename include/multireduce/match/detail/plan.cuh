@@ -29,6 +29,7 @@ struct knn_config {
   bool wgmma;       // tensor: the warpgroup kernel (sm_90a) rather than mma.sync
   int kcap, units;  // units: chunks of 256 bits (tensor) or words per lane (popcount)
   int m_tiles;      // tensor: 16-query tiles per warp
+  int wgmma_warpgroups;  // wgmma: the block's warpgroups (knn_tuning's two shapes)
   int block_queries;
   std::int64_t want_blocks;  // blocks that fill the GPU
   std::int64_t resident;     // tensor: blocks resident on the GPU at once (0: unknown)
@@ -55,10 +56,13 @@ struct knn_kernel_choice {
   int threads;
   int shared_bytes = 0;  // dynamic shared memory
   void (*tiling)(knn_launch, int) = nullptr;  // the wgmma kernel's: lays its training slices out first
-  /// Allows the kernel its dynamic shared memory (past the default 48 KB with the static; asked
-  /// once per device).
+  int blocks_per_sm = 1;  // the blocks an SM is to hold at once (the wgmma kernel's two-warpgroup shape: 2)
+  /// Allows the kernel its dynamic shared memory (past the default 48 KB with the static), and
+  /// where an SM is to hold several blocks the SM's most (asked once per device).
   cudaError_t prepare() const {
-    return shared_bytes > 0 ? allow_dynamic_shared(kernel, std::size_t(shared_bytes)) : cudaSuccess;
+    if (shared_bytes == 0) return cudaSuccess;
+    if (const cudaError_t e = allow_dynamic_shared(kernel, std::size_t(shared_bytes)); e != cudaSuccess) return e;
+    return blocks_per_sm > 1 ? prefer_shared_memory(kernel) : cudaSuccess;
   }
 };
 template <int Kcap, bool Batch>
@@ -67,8 +71,16 @@ knn_kernel_choice knn_kernel_for(const knn_config& c) {
     constexpr int U = decltype(units)::value;
     // One wgmma kernel for lone searches and batches (a 1-D grid and the table's look-up once per
     // block): half the instantiations, and its registers are not the limit there.
+    // Its two-warpgroup shape only where a batch or a collection asks for it (k <= 2, up to 512 bits).
+    if constexpr (Kcap == 2 && U <= 2) {
+      constexpr int many = knn_tuning::wgmma_many_warpgroups;
+      if (c.wgmma && c.wgmma_warpgroups == many)
+        return {knn_wgmma_kernel<U, Kcap, many>, knn_tuning::wgmma_block_threads(many), wgmma_shared_bytes(U, many),
+                knn_wgmma_tile_kernel<U>, knn_tuning::wgmma_blocks_per_sm(many)};
+    }
+    constexpr int lone = knn_tuning::wgmma_lone_warpgroups;
     if (c.wgmma)
-      return {knn_wgmma_kernel<U, Kcap>, knn_tuning::wgmma_block_threads, wgmma_shared_bytes(U),
+      return {knn_wgmma_kernel<U, Kcap, lone>, knn_tuning::wgmma_block_threads(lone), wgmma_shared_bytes(U, lone),
               knn_wgmma_tile_kernel<U>};
     if (c.tensor && c.m_tiles == 4 && U <= 2 && Kcap == 2)
       return {knn_tensor_kernel<U <= 2 ? U : 2, 2, 4, Batch>, knn_tuning::tensor_block_threads};
@@ -88,7 +100,7 @@ knn_kernel_choice knn_kernel_for(const knn_config& c) {
 struct wgmma_built_fact {};
 inline bool wgmma_usable(int major, int minor) {
   if (major != 9 || minor != 0) return false;
-  const void* kernel = reinterpret_cast<const void*>(knn_wgmma_kernel<1, 2>);
+  const void* kernel = reinterpret_cast<const void*>(knn_wgmma_kernel<1, 2, knn_tuning::wgmma_lone_warpgroups>);
   int built = 0;
   if (asked_once<wgmma_built_fact>(kernel, 0, 0, built, [&](int& value) {
         value = wgmma_kernel_built(kernel) ? 1 : 0;
@@ -100,8 +112,11 @@ inline bool wgmma_usable(int major, int minor) {
 
 /// The kernel and tile shape for descriptors of `bytes`, k neighbours and `lists` (query, slice)
 /// lists to fill: the warpgroup kernel where usable, else mma.sync on sm_80+ (or as `path` says),
-/// the list length, the 256-bit units and the 16-query tiles per warp.
-inline cudaError_t choose_knn_kernel(int bytes, int k, match_path path, std::int64_t lists, knn_config& c) {
+/// the list length, the 256-bit units and the 16-query tiles per warp. `many_searches`: a batch or
+/// a collection's searches (short slices: the wgmma kernel's two-warpgroup shape, up to 512 bits
+/// and k <= 2).
+inline cudaError_t choose_knn_kernel(int bytes, int k, match_path path, std::int64_t lists, knn_config& c,
+                                     bool many_searches = false) {
   int device = 0, major = 0, minor = 0;
   if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
   if (const cudaError_t e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device); e != cudaSuccess)
@@ -118,7 +133,9 @@ inline cudaError_t choose_knn_kernel(int bytes, int k, match_path path, std::int
   c.kcap = k <= 2 ? 2 : 8;
   c.units = (bytes / 4 + 7) / 8;  // every kernel: 8 words = 256 bits per unit
   c.m_tiles = knn_tuning::tensor_m_tiles(c.kcap, c.units, lists);
-  c.block_queries = c.wgmma    ? knn_tuning::wgmma_block_queries
+  c.wgmma_warpgroups = many_searches && c.kcap == 2 && c.units <= 2 ? knn_tuning::wgmma_many_warpgroups
+                                                                    : knn_tuning::wgmma_lone_warpgroups;
+  c.block_queries = c.wgmma    ? knn_tuning::wgmma_block_queries(c.wgmma_warpgroups)
                     : c.tensor ? knn_tuning::tensor_block_threads / 32 * 16 * c.m_tiles
                                : knn_tuning::popcount_block_threads;
   return cudaSuccess;
@@ -137,7 +154,7 @@ inline cudaError_t configure_knn(const knn_pair* pairs, int count, int bytes, in
     c.total_work += double(pairs[i].queries) * double(pairs[i].trains);
     c.searches += pairs[i].queries > 0;
   }
-  if (const cudaError_t e = choose_knn_kernel(bytes, k, path, queries, c); e != cudaSuccess) return e;
+  if (const cudaError_t e = choose_knn_kernel(bytes, k, path, queries, c, c.searches > 1); e != cudaSuccess) return e;
   c.want_blocks = std::int64_t(sm_count()) *
                   (c.tensor ? knn_tuning::tensor_blocks_per_sm : knn_tuning::popcount_blocks_per_sm);
   c.resident = 0;

@@ -9,8 +9,8 @@ namespace multireduce::cuda::detail {
 /// The GPU matcher's shapes and plans, chosen on the H200 (sm_90, 132 SMs, CUDA 13.0), random
 /// descriptors, k = 2, 65,536 x 65,536 unless said ("bench match" is `multireduce bench match`;
 /// docs/tuning-log.md, "Matcher", has the runs, docs/match.md the design). Standing: mma.sync
-/// 3.342 / 2.452 T comparisons/s at 256 / 512 bits (H200, 2026-11-27T12:44Z, bench match,
-/// docs/results/h200/match.json).
+/// 3.345 / 2.493 T comparisons/s at 256 / 512 bits (an H100, 2026-11-28T01:48Z, bench match,
+/// docs/results/h100/match.json; the H200 gave 3.346 / 2.456 the day before).
 ///  - popcount_block_threads = 256: not tuned: 8 warps of 32 queries (groups of 8 lanes, 8 queries
 ///    each); no run with another block size is recorded.
 ///  - tensor_block_threads = 128, tensor_train_tile = 128: 4 warps, each with 16 x m_tiles queries'
@@ -40,20 +40,29 @@ namespace multireduce::cuda::detail {
 /// against the mma.sync kernel in the same process (3.32 / 2.44 T/s at 256 / 512 bits, 65,536^2;
 /// 0.95 / 0.86 at 10,000^2); then 2026-11-27, the same probe (the epilogue's changes, the
 /// pipeline, the slices, the loop's own instructions, the ring's size, the tiling kernel), and
-/// `bash scripts/device_match.sh OUT tests bench ncu match-all` (the standing figures: 7.782 /
-/// 6.720 T/s at 65,536^2, 3.070 / 2.768 at 10,000^2, the batch of 1000 pairs 2.507,
-/// 2026-11-27T23:05Z, record docs/results/h200/match.json; ncu: the tensor pipe 27.1% busy, issue
-/// slots 57%). The runs, and
+/// `bash scripts/device_match.sh OUT tests bench ncu match-all` (2026-11-27T23:05Z, H200: 7.782 /
+/// 6.720 T/s at 65,536^2, 3.070 / 2.768 at 10,000^2, the batch of 1000 pairs 2.507; the standing
+/// run, with the two-warpgroup shape for batches, 2026-11-28T01:48Z on an H100 through the
+/// nvidia-h200 kind: 7.776 / 6.776, 3.091 / 2.775, the batch 2.641, record
+/// docs/results/h100/match.json; ncu: the tensor pipe 27.1% busy, issue slots 57%). The runs, and
 /// what was tried and not kept, in docs/tuning-log.md:
-///  - wgmma_block_threads = 512 (4 warpgroups of 64 queries), wgmma_train_tile = 256 rows (two
-///    m64n128k256 wgmmas per 256-bit chunk), wgmma_block_queries = 256, wgmma_blocks_per_sm = 1:
-///    each training tile is read by a block once per 256 queries. With the epilogue removed (and
+///  - wgmma_lone_warpgroups = 4 (512 threads, 256 queries a block, one block an SM; lone searches),
+///    wgmma_train_tile = 256 rows (two m64n128k256 wgmmas per 256-bit chunk): each training tile is
+///    read by a block once per 256 queries. With the epilogue removed (and
 ///    each block copying and popcounting its tiles, before the tiling kernel)
 ///    the kernel ran 4.1 / 2.3 T/s with 64 queries a block, 7.8 / 4.4 with 128 and 14.9 / 8.4 with
 ///    256 (the raw wgmma rate: 30.3 / 15.2); with it, 4.19 / 3.56 T/s at 65,536^2 (128 queries a
 ///    block: 3.53 / 2.92) (2026-11-26). Two m64n64 wgmmas into two accumulator sets in turn (the
 ///    next 64 rows' wgmmas in flight during a search): 4.20 / 3.62 against 4.71 / 4.07, not kept
 ///    (2026-11-27).
+///  - wgmma_many_warpgroups = 2 (256 threads, 128 queries, two blocks an SM, whose starts and ends
+///    overlap; rings of 10 tiles at 256 bits, 6 at 512): batches and collections of k <= 2 up to
+///    512 bits, whose slices are short. Against the four-warpgroup shape in the same call (probe,
+///    H200, 2026-11-28T01:27Z): 32 pairs of 8192^2 in one batch 5.47 / 5.48 against 4.69 / 4.68
+///    T/s, the probe's batch of 155 pairs of 500..3000 2.34 / 2.36 against 2.33 / 2.32, a
+///    collection of 200 x 8192 5.74 / 5.78 against 5.62 / 5.55 T/s; lone searches lose with it
+///    (65,536^2 7.60 against 7.80, 10,000^2 2.95 against 3.09: one shape for all, same call), so
+///    they keep four.
 ///  - `automatic` takes the wgmma kernel wherever it is usable: with the 2026-11-27 epilogue (measured
 ///    while the slow path still had the group-of-four mask and the slices' cost counted single
 ///    rows: both changes since made it faster) it is the faster at every size measured, 1000^2 (0.043 against 0.019 T/s), 3000^2 (0.356 / 0.205),
@@ -84,11 +93,19 @@ namespace multireduce::cuda::detail {
 ///    against 6.91 / 6.06 T/s, 2026-11-27T18:39Z, probe).
 struct knn_tuning {
   static constexpr int popcount_block_threads = 256, tensor_block_threads = 128, tensor_train_tile = 128;
-  static constexpr int wgmma_block_threads = 512, wgmma_train_tile = 256, wgmma_block_queries = 256;
-  static constexpr int wgmma_blocks_per_sm = 1;
+  static constexpr int wgmma_train_tile = 256;
+  /// The wgmma kernel's block shapes: 4 warpgroups, one block an SM (lone searches), or 2, two
+  /// blocks an SM (batches and collections of k <= 2 up to 512 bits).
+  static constexpr int wgmma_lone_warpgroups = 4, wgmma_many_warpgroups = 2;
+  __host__ __device__ static constexpr int wgmma_block_threads(int warpgroups) { return 128 * warpgroups; }
+  __host__ __device__ static constexpr int wgmma_block_queries(int warpgroups) { return 64 * warpgroups; }
+  __host__ __device__ static constexpr int wgmma_blocks_per_sm(int warpgroups) { return 4 / warpgroups; }
   static constexpr double wgmma_block_overhead_rows = 512;
-  /// Shared-memory buffers of the wgmma kernel's ring of tiles.
-  __host__ __device__ static constexpr int wgmma_stages(int chunks) { return chunks <= 2 ? 10 : chunks == 3 ? 7 : 5; }
+  /// Shared-memory buffers of the wgmma kernel's ring of tiles (two blocks an SM share its 227 KB).
+  __host__ __device__ static constexpr int wgmma_stages(int chunks, int warpgroups = wgmma_lone_warpgroups) {
+    return warpgroups == wgmma_lone_warpgroups ? (chunks <= 2 ? 10 : chunks == 3 ? 7 : 5)
+                                               : (chunks <= 1 ? 10 : chunks == 2 ? 6 : chunks == 3 ? 4 : 3);
+  }
   static constexpr int popcount_blocks_per_sm = 32, tensor_blocks_per_sm = 8, finish_threads = 256;
   static constexpr std::int64_t min_slice_rows = 512;
   static constexpr double whole_wave_fill = 0.95;
@@ -107,9 +124,11 @@ struct knn_tuning {
 ///    slices); not tuned.
 ///  - accept_threads = 256: the accept kernel's block; not tuned (it reads each list once).
 ///  - free_memory_share = 0.8: the budget when none is given, of the free GPU memory; not tuned.
-/// `automatic` takes the wgmma kernel for the searches where it is usable, as for lone searches:
-/// 1000 x 8192, all pairs, 256-bit: wgmma 5.78 s, mma.sync 10.16 s; 512-bit: 6.47 s against 14.89
-/// (H200, 2026-11-27T23:08Z, bash scripts/device_match.sh OUT tests bench ncu match-all). With the
+/// `automatic` takes the wgmma kernel for the searches where it is usable, as for lone searches
+/// (its two-warpgroup shape): 1000 x 8192, all pairs, 256-bit: wgmma 5.47 s, mma.sync 9.82 s;
+/// 512-bit: 6.17 s against 14.39 (an H100 through the nvidia-h200 kind, 2026-11-28T01:52Z, bash
+/// scripts/device_match.sh OUT tests bench ncu match-all; four warpgroups a block, the H200 the day
+/// before: 5.78 s against 10.16, 6.47 against 14.89). With the
 /// 2026-11-26 wgmma kernel it lost at 256 bits (12.69 against 10.18 s), and the collection kept
 /// mma.sync there. Rows already on the GPU whose tiles do not fit the budget beside the rounds
 /// take mma.sync (`automatic`).

@@ -408,7 +408,9 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_train_tile)
                    p.tiles + (wgmma_first_tile(p, slice, begin) + blockIdx.x) * wgmma_tile_bytes(C));
   }
 }
-/// Block: wgmma_block_threads / 128 warpgroups, each with 64 queries' A fragments in registers
+/// Block: `Warpgroups` warpgroups (knn_tuning's shapes: 4, one block an SM, for lone searches; 2,
+/// two blocks an SM, whose starts and ends overlap, for the short slices of batches and
+/// collections), each with 64 queries' A fragments in registers
 /// (warp w of the block holds rows 16w .. 16w + 15 of the block's queries), sharing the training
 /// tiles of wgmma_train_tile rows, searched 128 rows at a time (one wgmma per 256-bit chunk).
 /// The tiles (wgmma_tile_bytes, as the tiling kernel wrote them) come through shared memory
@@ -417,13 +419,14 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_train_tile)
 /// barriers, says when its tile is in.
 /// Accumulator layout (lane: g = lane / 4, t = lane % 4): d[4j], d[4j+1] = row g, columns 8j + 2t
 /// and + 1; d[4j+2], d[4j+3] = row g + 8, the same columns.
-template <int C, int Kcap>
-__global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::wgmma_blocks_per_sm)
+template <int C, int Kcap, int Warpgroups>
+__global__ void __launch_bounds__(knn_tuning::wgmma_block_threads(Warpgroups), knn_tuning::wgmma_blocks_per_sm(Warpgroups))
     knn_wgmma_kernel(const __grid_constant__ knn_launch launch, int words) {
 #if defined(MULTIREDUCE_MATCH_WGMMA_BODY)
   constexpr int tile = knn_tuning::wgmma_train_tile, chunk_bytes = tile * 32, tile_bytes = wgmma_tile_bytes(C);
-  constexpr int stages = knn_tuning::wgmma_stages(C);
-  constexpr int threads = knn_tuning::wgmma_block_threads;
+  constexpr int stages = knn_tuning::wgmma_stages(C, Warpgroups);
+  constexpr int threads = knn_tuning::wgmma_block_threads(Warpgroups);
+  constexpr int block_queries = knn_tuning::wgmma_block_queries(Warpgroups);
   static_assert(tile % 128 == 0 && tile_bytes % 128 == 0, "wgmmas of 128 rows, tiles 128-byte aligned");
   constexpr int parts = tile / 128;  // wgmmas (and searches) of 128 rows a tile
   extern __shared__ __align__(128) std::uint8_t ring[];  // stages x tile_bytes
@@ -434,7 +437,7 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
   const knn_problem& p = launch.problem[at.problem];
   cuda_lane lane;
   const int g = lane.id() >> 2, t = lane.id() & 3;
-  const std::int64_t row0 = std::int64_t(at.query_block) * knn_tuning::wgmma_block_queries + lane.warp_id() * 16 + g;
+  const std::int64_t row0 = std::int64_t(at.query_block) * block_queries + lane.warp_id() * 16 + g;
   std::uint32_t a[C][4];
   wgmma_rows<C, Kcap> mine;
   {
@@ -468,9 +471,8 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
   // A search's last query block may leave whole warpgroups without queries (a batch's pairs, or
   // 10,000 queries: 16 rows in the last block): those leave now, so that the others have the SM's
   // issue slots, and the warps done with a buffer are counted up to the busy ones.
-  const std::int64_t block_queries = p.queries - std::int64_t(at.query_block) * knn_tuning::wgmma_block_queries;
-  const int busy_warps = block_queries >= knn_tuning::wgmma_block_queries ? threads / 32
-                                                                          : 4 * static_cast<int>((block_queries + 63) / 64);
+  const std::int64_t queries_left = p.queries - std::int64_t(at.query_block) * block_queries;
+  const int busy_warps = queries_left >= block_queries ? threads / 32 : 4 * static_cast<int>((queries_left + 63) / 64);
   if (lane.warp_id() >= busy_warps) return;
   // Lone searches and batches launch it overlapping their tiling kernel (programmatic dependent
   // launch): everything above ran meanwhile, and the tiles are read only once that has completed
@@ -555,9 +557,9 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads, knn_tuning::w
 #endif
 }
 
-/// The dynamic shared memory of knn_wgmma_kernel<C, ...>: its ring of training tiles.
-inline constexpr int wgmma_shared_bytes(int chunks) {
-  return knn_tuning::wgmma_stages(chunks) * wgmma_tile_bytes(chunks);
+/// The dynamic shared memory of knn_wgmma_kernel<C, Kcap, Warpgroups>: its ring of training tiles.
+inline constexpr int wgmma_shared_bytes(int chunks, int warpgroups) {
+  return knn_tuning::wgmma_stages(chunks, warpgroups) * wgmma_tile_bytes(chunks);
 }
 
 /// Whether the device's code of a wgmma kernel is the sm_90a one (the others have no shared memory).
