@@ -114,6 +114,22 @@ MULTIREDUCE_UNROLL
 
 // ---------------------------------------------------------------------------------------------
 // Checks
+//
+// Each check_* template below names one case at compile time (the body's parameters) and does only
+// what needs them: it picks the body's launch. The inputs, the run and the comparison are in a
+// *_case function templated on the value type, the operator and the runner alone, which takes the
+// case's parameters as values and the launch as a pointer: the host code of the checks is compiled
+// once per type and operator instead of once per case (thousands of cases in the host suite, each
+// otherwise a copy of the same code); the bodies, the inputs and the checks are the same.
+
+/// Runs a test body (the runner's launch of Body): the only part of a check that differs per case.
+template <class Runner, class T>
+using launch_fn = void (*)(Runner& runner, int warp_size, int threads, const std::vector<T>& in, std::vector<T>& out);
+
+template <class Body, class Runner, class T>
+void launch_body(Runner& runner, int warp_size, int threads, const std::vector<T>& in, std::vector<T>& out) {
+  runner.template launch<Body>(warp_size, threads, in, out);
+}
 
 template <class T, class Op>
 T fold_lanes(const std::vector<T>& in, int per_thread, int first_thread, int lanes, int k) {
@@ -127,16 +143,18 @@ inline std::string where(const char* what, std::uint64_t seed) {
          std::to_string(base_seed()) + ")";
 }
 
-template <class T, class Op, int Batches, int W, algo A, result_layout L, class Runner>
-::testing::AssertionResult check_warp_multi_reduce(Runner& runner, int warp_size, int warps = 1) {
-  constexpr int R = results_per_lane<Batches, W>;
+/// warp_multi_reduce<Batches, W, A, L> (the body `launch` runs) on `warps` warps of `warp_size` lanes.
+template <class T, class Op, class Runner>
+::testing::AssertionResult check_warp_multi_reduce_case(Runner& runner, launch_fn<Runner, T> launch, int Batches,
+                                                        int W, algo A, result_layout L, int warp_size, int warps) {
+  const int R = (Batches + W - 1) / W;  // results_per_lane<Batches, W>
   const int threads = warp_size * warps;
   const std::uint64_t seed = base_seed() ^ (std::uint64_t(Batches) << 8) ^ (std::uint64_t(W) << 20) ^
                              (std::uint64_t(A) << 28) ^ (std::uint64_t(L) << 32) ^ (std::uint64_t(warp_size) << 36);
   const auto in = random_inputs<T, Op>(threads, Batches, W, seed);
   std::vector<T> out(static_cast<std::size_t>(threads * (R > 0 ? R : 1)));
   poison(out);
-  runner.template launch<warp_multi_reduce_body<T, Op, Batches, W, A, L>>(warp_size, threads, in, out);
+  launch(runner, warp_size, threads, in, out);
   const std::string context = "warp_multi_reduce<" + std::to_string(Batches) + ", " + std::to_string(W) + ", " +
                               std::string(to_string(A)) + ", " + std::string(to_string(L)) + "> on a " +
                               std::to_string(warp_size) + "-lane warp";
@@ -162,13 +180,21 @@ template <class T, class Op, int Batches, int W, algo A, result_layout L, class 
   return ::testing::AssertionSuccess();
 }
 
-template <class T, class Op, int W, int Mode, class Runner>
-::testing::AssertionResult check_warp_reduce(Runner& runner, int warp_size) {
+template <class T, class Op, int Batches, int W, algo A, result_layout L, class Runner>
+::testing::AssertionResult check_warp_multi_reduce(Runner& runner, int warp_size, int warps = 1) {
+  return check_warp_multi_reduce_case<T, Op>(runner, &launch_body<warp_multi_reduce_body<T, Op, Batches, W, A, L>, Runner, T>,
+                                             Batches, W, A, L, warp_size, warps);
+}
+
+/// warp_reduce<W> in Mode (the body `launch` runs) on one warp of `warp_size` lanes.
+template <class T, class Op, class Runner>
+::testing::AssertionResult check_warp_reduce_case(Runner& runner, launch_fn<Runner, T> launch, int W, int Mode,
+                                                  int warp_size) {
   const std::uint64_t seed = base_seed() ^ (std::uint64_t(W) << 12) ^ (std::uint64_t(Mode) << 24) ^ 0x77;
   const auto in = random_inputs<T, Op>(warp_size, 1, W, seed);
   std::vector<T> out(static_cast<std::size_t>(warp_size));
   poison(out);
-  runner.template launch<warp_reduce_body<T, Op, W, Mode>>(warp_size, warp_size, in, out);
+  launch(runner, warp_size, warp_size, in, out);
   const int valid = Mode == 2 ? (W / 2 + 1 < W ? W / 2 + 1 : W) : W;
   for (int t = 0; t < warp_size; ++t) {
     const int logical = t % W;
@@ -181,13 +207,21 @@ template <class T, class Op, int W, int Mode, class Runner>
   return ::testing::AssertionSuccess();
 }
 
-template <class T, class Op, int W, int Budget, int Streams, class Runner>
-::testing::AssertionResult check_online(Runner& runner, int warp_size) {
+template <class T, class Op, int W, int Mode, class Runner>
+::testing::AssertionResult check_warp_reduce(Runner& runner, int warp_size) {
+  return check_warp_reduce_case<T, Op>(runner, &launch_body<warp_reduce_body<T, Op, W, Mode>, Runner, T>, W, Mode,
+                                       warp_size);
+}
+
+/// online_multi_reducer<T, Op, W, Budget, Streams> (the body `launch` runs) on one warp.
+template <class T, class Op, class Runner>
+::testing::AssertionResult check_online_case(Runner& runner, launch_fn<Runner, T> launch, int W, int Budget,
+                                             int Streams, int warp_size) {
   const std::uint64_t seed = base_seed() ^ (std::uint64_t(W) << 12) ^ (std::uint64_t(Budget) << 24) ^ (std::uint64_t(Streams) << 30);
   const auto in = random_inputs<T, Op>(static_cast<std::size_t>(warp_size), static_cast<std::size_t>(Streams * W), W, seed);
   std::vector<T> out(static_cast<std::size_t>(warp_size * Streams));
   poison(out);
-  runner.template launch<online_body<T, Op, W, Budget, Streams>>(warp_size, warp_size, in, out);
+  launch(runner, warp_size, warp_size, in, out);
   for (int t = 0; t < warp_size; ++t) {
     const int logical = t % W, first = t - logical;
     for (int s = 0; s < Streams; ++s) {
@@ -204,13 +238,21 @@ template <class T, class Op, int W, int Budget, int Streams, class Runner>
   return ::testing::AssertionSuccess();
 }
 
-template <class T, class Op, int BlockThreads, int WarpThreads, bool All, class Runner>
-::testing::AssertionResult check_block_reduce(Runner& runner) {
+template <class T, class Op, int W, int Budget, int Streams, class Runner>
+::testing::AssertionResult check_online(Runner& runner, int warp_size) {
+  return check_online_case<T, Op>(runner, &launch_body<online_body<T, Op, W, Budget, Streams>, Runner, T>, W, Budget,
+                                  Streams, warp_size);
+}
+
+/// block_reduce / block_all_reduce (the body `launch` runs) over a block of BlockThreads.
+template <class T, class Op, class Runner>
+::testing::AssertionResult check_block_reduce_case(Runner& runner, launch_fn<Runner, T> launch, int BlockThreads,
+                                                   int WarpThreads, bool All) {
   const std::uint64_t seed = base_seed() ^ (std::uint64_t(BlockThreads) << 12) ^ (std::uint64_t(All) << 24) ^ 0x5151;
   const auto in = random_inputs<T, Op>(BlockThreads, 1, BlockThreads, seed);
-  std::vector<T> out(BlockThreads);
+  std::vector<T> out(static_cast<std::size_t>(BlockThreads));
   poison(out);
-  runner.template launch<block_reduce_body<T, Op, BlockThreads, WarpThreads, All>>(WarpThreads, BlockThreads, in, out);
+  launch(runner, WarpThreads, BlockThreads, in, out);
   const T expected = fold_lanes<T, Op>(in, 1, 0, BlockThreads, 0);
   for (int t = 0; t < (All ? BlockThreads : 1); ++t)
     if (!same(out[static_cast<std::size_t>(t)], expected))
@@ -219,14 +261,22 @@ template <class T, class Op, int BlockThreads, int WarpThreads, bool All, class 
   return ::testing::AssertionSuccess();
 }
 
-template <class T, class Op, int Batches, int BlockThreads, algo A, int WarpThreads, class Runner>
-::testing::AssertionResult check_block_multi_reduce(Runner& runner) {
-  constexpr int R = block_results_per_thread<Batches, BlockThreads>;
+template <class T, class Op, int BlockThreads, int WarpThreads, bool All, class Runner>
+::testing::AssertionResult check_block_reduce(Runner& runner) {
+  return check_block_reduce_case<T, Op>(runner, &launch_body<block_reduce_body<T, Op, BlockThreads, WarpThreads, All>, Runner, T>,
+                                        BlockThreads, WarpThreads, All);
+}
+
+/// block_multi_reduce<Batches, BlockThreads, A, WarpThreads> (the body `launch` runs).
+template <class T, class Op, class Runner>
+::testing::AssertionResult check_block_multi_reduce_case(Runner& runner, launch_fn<Runner, T> launch, int Batches,
+                                                         int BlockThreads, algo A, int WarpThreads) {
+  const int R = (Batches + BlockThreads - 1) / BlockThreads;  // block_results_per_thread<Batches, BlockThreads>
   const std::uint64_t seed = base_seed() ^ (std::uint64_t(Batches) << 12) ^ (std::uint64_t(BlockThreads) << 24) ^ (std::uint64_t(A) << 40);
   const auto in = random_inputs<T, Op>(BlockThreads, Batches, BlockThreads, seed);
   std::vector<T> out(static_cast<std::size_t>(BlockThreads * (R > 0 ? R : 1)));
   poison(out);
-  runner.template launch<block_multi_reduce_body<T, Op, Batches, BlockThreads, A, WarpThreads>>(WarpThreads, BlockThreads, in, out);
+  launch(runner, WarpThreads, BlockThreads, in, out);
   for (int b = 0; b < Batches; ++b) {
     const int t = b % BlockThreads, j = b / BlockThreads;
     const T expected = fold_lanes<T, Op>(in, Batches, 0, BlockThreads, b);
@@ -237,6 +287,13 @@ template <class T, class Op, int Batches, int BlockThreads, algo A, int WarpThre
                                            << " != " << show(expected);
   }
   return ::testing::AssertionSuccess();
+}
+
+template <class T, class Op, int Batches, int BlockThreads, algo A, int WarpThreads, class Runner>
+::testing::AssertionResult check_block_multi_reduce(Runner& runner) {
+  return check_block_multi_reduce_case<T, Op>(
+      runner, &launch_body<block_multi_reduce_body<T, Op, Batches, BlockThreads, A, WarpThreads>, Runner, T>, Batches,
+      BlockThreads, A, WarpThreads);
 }
 
 // ---------------------------------------------------------------------------------------------
