@@ -33,19 +33,32 @@ inline bool gpu_available() {
   return available;
 }
 
+/// Launches run_body_kernel<Body> on `threads` threads: the one part of a run that depends on the body.
+template <class Body, class In, class Out>
+void launch_body_kernel(int threads, const In* in, Out* out) {
+  MR_TEST_CUDA(cudaFuncSetAttribute(run_body_kernel<Body>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(shared_bytes)));
+  MR_TEST_CUDA(multireduce::cuda::launch(run_body_kernel<Body>, 1, threads, shared_bytes, nullptr, Body{in, out}));
+}
+
+/// The rest of a run (copies in and out, the wait), once per value type rather than once per body:
+/// a namespace-scope template without `inline`, so that -O3 does not copy it into every launch.
+template <class In, class Out>
+void run_body_on_gpu(int warp_size, int threads, const std::vector<In>& in, std::vector<Out>& out,
+                void (*launch_kernel)(int threads, const In* in, Out* out)) {
+  if (warp_size != 32) throw std::invalid_argument("CUDA warps have 32 lanes");
+  const auto d_in = multireduce::cuda::to_device(in);
+  const auto d_out = multireduce::cuda::to_device(out);  // poisoned
+  launch_kernel(threads, d_in.data(), d_out.data());
+  MR_TEST_CUDA(cudaDeviceSynchronize());
+  out = d_out.download(out.size());
+}
+
 class cuda_runner {
  public:
   template <class Body, class In, class Out>
   void launch(int warp_size, int threads, const std::vector<In>& in, std::vector<Out>& out) {
-    if (warp_size != 32) throw std::invalid_argument("CUDA warps have 32 lanes");
-    const auto d_in = multireduce::cuda::to_device(in);
-    const auto d_out = multireduce::cuda::to_device(out);  // poisoned
-    MR_TEST_CUDA(cudaFuncSetAttribute(run_body_kernel<Body>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(shared_bytes)));
-    MR_TEST_CUDA(multireduce::cuda::launch(run_body_kernel<Body>, 1, threads, shared_bytes, nullptr,
-                                           Body{d_in.data(), d_out.data()}));
-    MR_TEST_CUDA(cudaDeviceSynchronize());
-    out = d_out.download(out.size());
+    run_body_on_gpu(warp_size, threads, in, out, &launch_body_kernel<Body, In, Out>);
   }
 };
 
