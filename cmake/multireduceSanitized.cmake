@@ -1,4 +1,4 @@
-# multireduce_sanitized_copy(TARGET [EXTRA_SOURCES file...] [EXCLUDE regex])
+# multireduce_sanitized_copy(TARGET [O0] [EXTRA_SOURCES file...] [EXCLUDE regex])
 #
 # Defines TARGET_sanitized: the same executable or static library -- its sources (CUDA sources left
 # out: the copy is host code only), include directories, definitions and options -- built with
@@ -6,15 +6,16 @@
 # the run), and linked to the _sanitized copy of every library that has one. EXCLUDE: sources
 # (matched on the full path) left out of the copy, as stand-ins in EXTRA_SOURCES replace them. Without the project's
 # -Werror: GCC's flow warnings see false positives in sanitized code (the plain build keeps them).
-# At -O1 (the original's -O0 stays). The host tests run
-# twice: as built for users, and as these copies (tests/CMakeLists.txt).
+# At -O1 (the original's -O0 stays), or at -O0 with O0. The host tests run
+# twice: as built for users, and as these copies (tests/CMakeLists.txt). The copy has the target
+# property MULTIREDUCE_SANITIZED_COPY set, for source options that are the original's alone.
 add_library(multireduce_sanitize INTERFACE)
 target_compile_options(multireduce_sanitize INTERFACE -fsanitize=address,undefined -fno-sanitize-recover=all
                                                       -fno-omit-frame-pointer)
 target_link_options(multireduce_sanitize INTERFACE -fsanitize=address,undefined)
 
 function(multireduce_sanitized_copy target)
-  cmake_parse_arguments(arg "" "EXCLUDE" "EXTRA_SOURCES" ${ARGN})
+  cmake_parse_arguments(arg "O0" "EXCLUDE" "EXTRA_SOURCES" ${ARGN})
   get_target_property(type ${target} TYPE)
   get_target_property(dir ${target} SOURCE_DIR)
   get_target_property(sources ${target} SOURCES)
@@ -45,11 +46,15 @@ function(multireduce_sanitized_copy target)
     endif()
   endforeach()
   # -O1, the sanitizers' usual level (it halves their compile time against -O3), unless the
-  # original asks for less.
+  # original or the caller (O0) asks for less. At -O0 the sanitizers check every access the
+  # source makes (none optimised away); the code only runs slower.
   get_target_property(options ${target} COMPILE_OPTIONS)
-  if(NOT "-O0" IN_LIST options)
+  if(arg_O0 AND NOT "-O0" IN_LIST options)
+    target_compile_options(${copy} PRIVATE -O0)
+  elseif(NOT "-O0" IN_LIST options)
     target_compile_options(${copy} PRIVATE -O1)
   endif()
+  set_target_properties(${copy} PROPERTIES MULTIREDUCE_SANITIZED_COPY ON)
   # The libraries, each by its sanitized copy where there is one.
   foreach(property LINK_LIBRARIES INTERFACE_LINK_LIBRARIES)
     get_target_property(libraries ${target} ${property})
