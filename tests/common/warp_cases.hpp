@@ -143,11 +143,11 @@ inline std::string where(const char* what, std::uint64_t seed) {
          std::to_string(base_seed()) + ")";
 }
 
-/// warp_multi_reduce<Batches, W, A, L> (the body `launch` runs) on `warps` warps of `warp_size` lanes.
+/// warp_multi_reduce<Batches, W, A, L> (the body `launch` runs; R results a lane) on `warps` warps of `warp_size` lanes.
 template <class T, class Op, class Runner>
 ::testing::AssertionResult check_warp_multi_reduce_case(Runner& runner, launch_fn<Runner, T> launch, int Batches,
-                                                        int W, algo A, result_layout L, int warp_size, int warps) {
-  const int R = (Batches + W - 1) / W;  // results_per_lane<Batches, W>
+                                                        int W, algo A, result_layout L, int R, int warp_size,
+                                                        int warps) {
   const int threads = warp_size * warps;
   const std::uint64_t seed = base_seed() ^ (std::uint64_t(Batches) << 8) ^ (std::uint64_t(W) << 20) ^
                              (std::uint64_t(A) << 28) ^ (std::uint64_t(L) << 32) ^ (std::uint64_t(warp_size) << 36);
@@ -183,7 +183,7 @@ template <class T, class Op, class Runner>
 template <class T, class Op, int Batches, int W, algo A, result_layout L, class Runner>
 ::testing::AssertionResult check_warp_multi_reduce(Runner& runner, int warp_size, int warps = 1) {
   return check_warp_multi_reduce_case<T, Op>(runner, &launch_body<warp_multi_reduce_body<T, Op, Batches, W, A, L>, Runner, T>,
-                                             Batches, W, A, L, warp_size, warps);
+                                             Batches, W, A, L, results_per_lane<Batches, W>, warp_size, warps);
 }
 
 /// warp_reduce<W> in Mode (the body `launch` runs) on one warp of `warp_size` lanes.
@@ -267,11 +267,10 @@ template <class T, class Op, int BlockThreads, int WarpThreads, bool All, class 
                                         BlockThreads, WarpThreads, All);
 }
 
-/// block_multi_reduce<Batches, BlockThreads, A, WarpThreads> (the body `launch` runs).
+/// block_multi_reduce<Batches, BlockThreads, A, WarpThreads> (the body `launch` runs; R results a thread).
 template <class T, class Op, class Runner>
 ::testing::AssertionResult check_block_multi_reduce_case(Runner& runner, launch_fn<Runner, T> launch, int Batches,
-                                                         int BlockThreads, algo A, int WarpThreads) {
-  const int R = (Batches + BlockThreads - 1) / BlockThreads;  // block_results_per_thread<Batches, BlockThreads>
+                                                         int BlockThreads, algo A, int WarpThreads, int R) {
   const std::uint64_t seed = base_seed() ^ (std::uint64_t(Batches) << 12) ^ (std::uint64_t(BlockThreads) << 24) ^ (std::uint64_t(A) << 40);
   const auto in = random_inputs<T, Op>(BlockThreads, Batches, BlockThreads, seed);
   std::vector<T> out(static_cast<std::size_t>(BlockThreads * (R > 0 ? R : 1)));
@@ -293,7 +292,7 @@ template <class T, class Op, int Batches, int BlockThreads, algo A, int WarpThre
 ::testing::AssertionResult check_block_multi_reduce(Runner& runner) {
   return check_block_multi_reduce_case<T, Op>(
       runner, &launch_body<block_multi_reduce_body<T, Op, Batches, BlockThreads, A, WarpThreads>, Runner, T>, Batches,
-      BlockThreads, A, WarpThreads);
+      BlockThreads, A, WarpThreads, block_results_per_thread<Batches, BlockThreads>);
 }
 
 // ---------------------------------------------------------------------------------------------

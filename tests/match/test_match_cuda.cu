@@ -389,7 +389,7 @@ TEST(CudaMatch, TwoWarpgroupBatchesAgainstBruteForce) {
         mc::detail::knn_config c{};
         ASSERT_EQ(mc::detail::configure_knn(batch.data(), pairs, bytes, k, mc::match_path::wgmma, c), cudaSuccess);
         EXPECT_EQ(c.wgmma_warpgroups, mc::detail::knn_tuning::wgmma_many_warpgroups);
-        const int ring = mc::detail::knn_tuning::wgmma_stages((bytes / 4 + 7) / 8, c.wgmma_warpgroups) *
+        const int ring = mc::detail::knn_tuning::wgmma_stages(c.units, c.wgmma_warpgroups) *
                          mc::detail::knn_tuning::wgmma_train_tile;
         for (int i = 0; i < pairs; ++i) EXPECT_GT(trains[i] / mc::detail::plan_knn_pair(c, batch[i]).slices, ring);
         std::vector<multireduce::cuda::device_buffer<std::uint8_t>> dq, dt;
