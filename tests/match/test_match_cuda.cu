@@ -269,8 +269,8 @@ TEST(CudaMatch, AdversarialDataAgainstBitwiseBruteForce) {
   mc::workspace ws;
   int case_number = 0;
   for (int bytes : {32, 48, 64, 96, 128}) {
-    // Around the 128-row tiles of mma.sync and the 256-row tiles of wgmma.
-    for (int trains : {0, 1, 127, 128, 129, 255, 256, 257, 511, 513}) {
+    // Around the 128-row tiles of mma.sync, the wgmma kernel's 128-row parts and 512-row tiles.
+    for (int trains : {0, 1, 127, 128, 129, 255, 256, 257, 511, 512, 513}) {
       for (int kind = 0; kind < 4; ++kind) {
         const int queries = kind == 3 ? 300 : 131;
         std::vector<std::uint8_t> q(std::size_t(queries) * bytes), t(std::size_t(trains) * bytes);
@@ -325,10 +325,11 @@ TEST(CudaMatch, LongTrainingSetsAgainstBitwiseBruteForce) {
   }
 }
 
-// Slices long enough for every kernel to go round its ring of tiles twice (the wgmma kernel's 10,
-// or 5 at 1024 bits, of 256 rows: 33,001 queries are 129 blocks, so that one slice is the cheapest
+// Slices long enough for every kernel to go round its ring of tiles twice (the wgmma kernel's 5,
+// or 2 at 1024 bits, of 512 rows: 33,001 queries are 129 blocks, so that one slice is the cheapest
 // plan on a GPU of at least 129 SMs, which the test checks), its buffers refilled and its barriers'
-// phases back to the first. The reference counts 64-bit popcounts.
+// phases back to the first, and for the row lists (k = 2 at 256 bits) past the first fill's 16
+// parts of 128 rows into the screened parts. The reference counts 64-bit popcounts.
 TEST(CudaMatch, LongSlicesGoRoundTheTileRing) {
   MR_REQUIRE_GPU();
   const std::uint64_t seed = seed_for("match long slices");
@@ -347,6 +348,7 @@ TEST(CudaMatch, LongSlicesGoRoundTheTileRing) {
         const int chunks = (bytes / 4 + 7) / 8;
         EXPECT_GT(trains / mc::detail::plan_knn_pair(c, pair).slices,
                   2 * std::int64_t(mc::detail::knn_tuning::wgmma_stages(chunks)) * mc::detail::knn_tuning::wgmma_train_tile);
+        EXPECT_GT(trains / mc::detail::plan_knn_pair(c, pair).slices, mc::detail::knn_tuning::wgmma_fill_parts * 128);
       }
       expect_random_case(ws, queries, trains, bytes, k, seed + std::uint64_t(bytes * 10 + k), k == 5,
                          popcount_reference_knn);
@@ -357,9 +359,10 @@ TEST(CudaMatch, LongSlicesGoRoundTheTileRing) {
 
 // Batches (and collections) of k <= 2 up to 512 bits take the wgmma kernel's two-warpgroup shape,
 // two blocks an SM; lone searches, larger k and wider descriptors the four-warpgroup one. Two
-// pairs of many queries (the batch's slices then long enough for the shape's ring of 10 tiles, or
-// 6 at 512 bits, to go round once; the last query blocks 65 and 4 queries), dense random rows and
-// training rows all alike (every pair tied), k = 1 and 2, against a 64-bit popcount brute force.
+// pairs of many queries (the batch's slices then long enough for the shape's ring of 5 tiles, or
+// 3 at 512 bits, to go round once, and past the first fill; the last query blocks 65 and 4
+// queries), dense random rows and training rows all alike (every pair tied, through the first
+// fill and after it), k = 1 and 2, against a 64-bit popcount brute force.
 TEST(CudaMatch, TwoWarpgroupBatchesAgainstBruteForce) {
   MR_REQUIRE_GPU();
   int device = 0, major = 0, minor = 0;
@@ -391,7 +394,9 @@ TEST(CudaMatch, TwoWarpgroupBatchesAgainstBruteForce) {
         EXPECT_EQ(c.wgmma_warpgroups, mc::detail::knn_tuning::wgmma_many_warpgroups);
         const int ring = mc::detail::knn_tuning::wgmma_stages(c.units, c.wgmma_warpgroups) *
                          mc::detail::knn_tuning::wgmma_train_tile;
-        for (int i = 0; i < pairs; ++i) EXPECT_GT(trains[i] / mc::detail::plan_knn_pair(c, batch[i]).slices, ring);
+        const int first_fill = mc::detail::knn_tuning::wgmma_fill_parts * 128;
+        for (int i = 0; i < pairs; ++i)
+          EXPECT_GT(trains[i] / mc::detail::plan_knn_pair(c, batch[i]).slices, std::max(ring, first_fill));
         std::vector<multireduce::cuda::device_buffer<std::uint8_t>> dq, dt;
         std::vector<multireduce::cuda::device_buffer<std::int32_t>> idx, dist;
         for (int i = 0; i < pairs; ++i) {
@@ -423,7 +428,7 @@ TEST(CudaMatch, TwoWarpgroupBatchesAgainstBruteForce) {
   }
 }
 
-// The wgmma kernel's tiles of evenly cut slices: slice s of a search starts at tile begin / 256 +
+// The wgmma kernel's tiles of evenly cut slices: slice s of a search starts at tile begin / 512 +
 // s, so the slices' tiles never overlap and fit the bound the host allocates, for any number of
 // rows and slices. Host arithmetic: runs without a GPU too.
 TEST(CudaMatch, TiledSlicesNeverOverlap) {

@@ -41,14 +41,24 @@ namespace multireduce::cuda::detail {
 /// 0.95 / 0.86 at 10,000^2); then 2026-11-27, the same probe (the epilogue's changes, the
 /// pipeline, the slices, the loop's own instructions, the ring's size, the tiling kernel), and
 /// `bash scripts/device_match.sh OUT tests bench ncu match-all` (2026-11-27T23:05Z, H200: 7.782 /
-/// 6.720 T/s at 65,536^2, 3.070 / 2.768 at 10,000^2, the batch of 1000 pairs 2.507; the standing
-/// run, with the two-warpgroup shape for batches, 2026-11-28T01:48Z on an H100 through the
-/// nvidia-h200 kind: 7.776 / 6.776, 3.091 / 2.775, the batch 2.641, record
-/// docs/results/h100/match.json; ncu: the tensor pipe 27.1% busy, issue slots 57%). The runs, and
+/// 6.720 T/s at 65,536^2, 3.070 / 2.768 at 10,000^2, the batch of 1000 pairs 2.507; with the
+/// two-warpgroup shape for batches, 2026-11-28T01:48Z, H100: 7.776 / 6.776, 3.091 / 2.775, the
+/// batch 2.641); the standing run, with 512-row tiles and the first fill, `bash
+/// scripts/device_match.sh OUT match-all tests bench ncu` (2026-11-28T04:44-04:53Z, an H100, the
+/// nvidia-h100-x1 kind): 8.418 / 7.147, 3.408 / 2.902, the batch 2.964, record
+/// docs/results/h100/match.json; ncu: the tensor pipe 29.1% busy, issue slots 57%. The runs, and
 /// what was tried and not kept, in docs/tuning-log.md:
-///  - wgmma_lone_warpgroups = 4 (512 threads, 256 queries a block, one block an SM; lone searches),
-///    wgmma_train_tile = 256 rows (two m64n128k256 wgmmas per 256-bit chunk): each training tile is
-///    read by a block once per 256 queries. With the epilogue removed (and
+///  - wgmma_train_tile = 512 rows: four parts of 128 rows a tile (an m64n128k256 wgmma per 256-bit
+///    chunk and part), the loop over them unrolled, so that the ring's bookkeeping (the wait for a
+///    tile, the count of the warps done with it, the refill) comes once every four parts, and the
+///    compiler schedules across them. Against 256-row tiles, same call (probe, H200,
+///    2026-11-28T04:35Z, with the first fill): 65,536^2 8.374 / 7.095 T/s against 7.861 / 6.741,
+///    10,000^2 3.442 / 2.932 against 3.321 / 2.943, the probe's batch of 155 pairs 2.659 against
+///    2.565, 32 x 8192^2 in one batch 5.965 against 5.667, a collection of 200 x 8192 6.194 against
+///    5.848. The four parts in a loop not unrolled: 7.891 (256-row tiles so: 7.410); two tiles a
+///    loop turn (eight parts, unrolled): 8.312, the collection 5.527 (twice the code).
+///  - wgmma_lone_warpgroups = 4 (512 threads, 256 queries a block, one block an SM; lone searches):
+///    each training tile is read by a block once per 256 queries. With the epilogue removed (and
 ///    each block copying and popcounting its tiles, before the tiling kernel)
 ///    the kernel ran 4.1 / 2.3 T/s with 64 queries a block, 7.8 / 4.4 with 128 and 14.9 / 8.4 with
 ///    256 (the raw wgmma rate: 30.3 / 15.2); with it, 4.19 / 3.56 T/s at 65,536^2 (128 queries a
@@ -56,19 +66,35 @@ namespace multireduce::cuda::detail {
 ///    next 64 rows' wgmmas in flight during a search): 4.20 / 3.62 against 4.71 / 4.07, not kept
 ///    (2026-11-27).
 ///  - wgmma_many_warpgroups = 2 (256 threads, 128 queries, two blocks an SM, whose starts and ends
-///    overlap; rings of 10 tiles at 256 bits, 6 at 512): batches and collections of k <= 2 up to
+///    overlap; rings of 5 tiles at 256 bits, 3 at 512): batches and collections of k <= 2 up to
 ///    512 bits, whose slices are short. Against the four-warpgroup shape in the same call (probe,
 ///    H200, 2026-11-28T01:27Z): 32 pairs of 8192^2 in one batch 5.47 / 5.48 against 4.69 / 4.68
 ///    T/s, the probe's batch of 155 pairs of 500..3000 2.34 / 2.36 against 2.33 / 2.32, a
 ///    collection of 200 x 8192 5.74 / 5.78 against 5.62 / 5.55 T/s; lone searches lose with it
 ///    (65,536^2 7.60 against 7.80, 10,000^2 2.95 against 3.09: one shape for all, same call), so
-///    they keep four.
+///    they keep four. (The next part's wgmma issued before this part's search, for this shape
+///    only, with both of the above: the collection 6.239 / 6.227 against 6.244 / 6.240, the batch
+///    2.572 against 2.668; not kept: H200, 2026-11-28T04:43Z.)
+///  - wgmma_fill_parts = 16 (row lists: k <= 2 up to 768 bits): a slice's first 16 parts of 128
+///    rows go into each lane's own two nearest, unscreened, merged into the row's list after them
+///    (the first fill); the screen and its slow path take the rest. In a slice's first parts a
+///    row's two nearest change so often that nearly every warp took the slow path there. Against
+///    no fill, same call (probe, H200, 2026-11-28T04:31Z, 256-row tiles), 8 / 16 / 24 parts:
+///    65,536^2 7.829 / 7.841 / 7.843 against 7.806, 10,000^2 3.228 / 3.289 / 3.293 against 3.091,
+///    the batch of 155 pairs 2.506 / 2.546 / 2.551 against 2.347, 32 x 8192^2 5.594 / 5.654 / 5.655
+///    against 5.468, the collection of 200 x 8192 5.862 / 5.895 / 5.883 against 5.688; with 512-row
+///    tiles 32 parts (04:38Z): the collection 6.254 against 6.312 / 6.265 with 16.
 ///  - `automatic` takes the wgmma kernel wherever it is usable: with the 2026-11-27 epilogue (measured
 ///    while the slow path still had the group-of-four mask and the slices' cost counted single
 ///    rows: both changes since made it faster) it is the faster at every size measured, 1000^2 (0.043 against 0.019 T/s), 3000^2 (0.356 / 0.205),
 ///    10,000^2 (1.562 / 0.952), 256-bit, 512-bit alike (probe, 2026-11-27), and 65,536^2 (7.78 /
 ///    3.35, the standing run). (Before, at 10,000^2 its 256-query blocks lost: 0.80 against 0.95 T/s.)
-///  - wgmma_stages: the ring of tiles in shared memory (10 up to 512 bits, 7 at 768, 5 at 1024),
+///  - wgmma_stages: the ring of tiles in shared memory, in tiles of 512 rows: 5 up to 512 bits, 3 at
+///    768, 2 at 1024 (the two-warpgroup shape, two blocks an SM: 5 at 256 bits, 3 at 512), about
+///    the rows in flight of the rings of 256-row tiles measured below (10 up to 512 bits, 7 at 768,
+///    5 at 1024; 10 and 6 for two warpgroups). With 512-row tiles, 6 for two warpgroups at 256 bits:
+///    the collection of 200 x 8192 6.247 against 6.312 / 6.265 with 5 (probe, H200, 04:38Z). The
+///    256-row rings:
 ///    each refilled by one bulk copy of the tile a ring later, which the last warp done with it
 ///    issues (since 2026-11-27T22:30Z when it next looks at the count, a tile later). With the
 ///    tiling kernel and those copies (2026-11-27T15:17Z, probe, 65,536^2 /
@@ -80,12 +106,13 @@ namespace multireduce::cuda::detail {
 ///    KB a block, with the 32 KB of parked words of the per-lane lists; the row lists of k <= 2 up
 ///    to 768 bits need none, which would leave room for 8 tiles at 768: not timed).
 ///  - wgmma_block_overhead_rows = 512: a lone search takes the slices that minimise waves x (rows
-///    of a slice in wgmmas of 128 + 512) (slices_for_wgmma; at least a tile's 256 rows each):
+///    of a slice in wgmmas of 128 + 512) (slices_for_wgmma; at least a tile's rows each, then 256):
 ///    10,000^2 picks 3 slices, the best of the 11 counts measured from 1 to 20 (1.743 T/s at 256 bits; 6 slices 1.486,
 ///    13 slices, the whole-wave rule's choice, 1.269; 512-bit alike), 3000^2 picks 8, the best
 ///    measured there (0.432 T/s; 5 slices 0.357) (2026-11-27, probe sweeping the slices).
 ///  - Registers: at most 128 a thread (512 threads, one block an SM): k <= 2 fits without spills
-///    (104 registers at 256 bits, 110 at 512 and 768, 121 at 1024 with the per-lane lists); k > 2
+///    (115 registers at 256 bits with 512-row tiles and the first fill, 111 for the two-warpgroup
+///    shape; 104, 110 at 512 and 768, 121 at 1024 with the per-lane lists, before them); k > 2
 ///    spills (ptxas -v for sm_90a, CUDA 13.0, 2026-11-27T18:33Z: 88 bytes of stack at 256 bits,
 ///    128 at 1024, unchanged by the keys; 88 and 136 before the tiling kernel, 80 and 128 before
 ///    the ring's counters). The next part's wgmma issued before the screen (its keys made, the
@@ -93,7 +120,7 @@ namespace multireduce::cuda::detail {
 ///    against 6.91 / 6.06 T/s, 2026-11-27T18:39Z, probe).
 struct knn_tuning {
   static constexpr int popcount_block_threads = 256, tensor_block_threads = 128, tensor_train_tile = 128;
-  static constexpr int wgmma_train_tile = 256;
+  static constexpr int wgmma_train_tile = 512;
   /// The wgmma kernel's block shapes: 4 warpgroups, one block an SM (lone searches), or 2, two
   /// blocks an SM (batches and collections of k <= 2 up to 512 bits).
   static constexpr int wgmma_lone_warpgroups = 4, wgmma_many_warpgroups = 2;
@@ -101,10 +128,11 @@ struct knn_tuning {
   __host__ __device__ static constexpr int wgmma_block_queries(int warpgroups) { return 64 * warpgroups; }
   __host__ __device__ static constexpr int wgmma_blocks_per_sm(int warpgroups) { return 4 / warpgroups; }
   static constexpr double wgmma_block_overhead_rows = 512;
+  /// The parts of 128 rows at the start of a slice that the first fill takes (row lists).
+  static constexpr int wgmma_fill_parts = 16;
   /// Shared-memory buffers of the wgmma kernel's ring of tiles (two blocks an SM share its 227 KB).
   __host__ __device__ static constexpr int wgmma_stages(int chunks, int warpgroups = wgmma_lone_warpgroups) {
-    return warpgroups == wgmma_lone_warpgroups ? (chunks <= 2 ? 10 : chunks == 3 ? 7 : 5)
-                                               : (chunks <= 1 ? 10 : chunks == 2 ? 6 : chunks == 3 ? 4 : 3);
+    return warpgroups == wgmma_lone_warpgroups ? (chunks <= 2 ? 5 : chunks == 3 ? 3 : 2) : (chunks <= 1 ? 5 : chunks == 2 ? 3 : 2);
   }
   static constexpr int popcount_blocks_per_sm = 32, tensor_blocks_per_sm = 8, finish_threads = 256;
   static constexpr std::int64_t min_slice_rows = 512;
@@ -125,10 +153,13 @@ struct knn_tuning {
 ///  - accept_threads = 256: the accept kernel's block; not tuned (it reads each list once).
 ///  - free_memory_share = 0.8: the budget when none is given, of the free GPU memory; not tuned.
 /// `automatic` takes the wgmma kernel for the searches where it is usable, as for lone searches
-/// (its two-warpgroup shape): 1000 x 8192, all pairs, 256-bit: wgmma 5.47 s, mma.sync 9.82 s;
-/// 512-bit: 6.17 s against 14.39 (an H100 through the nvidia-h200 kind, 2026-11-28T01:52Z, bash
-/// scripts/device_match.sh OUT tests bench ncu match-all; four warpgroups a block, the H200 the day
-/// before: 5.78 s against 10.16, 6.47 against 14.89). With the
+/// (its two-warpgroup shape): 1000 x 8192, all pairs, 256-bit: wgmma 5.028 s, mma.sync 9.970 s;
+/// 512-bit: 5.832 s against 14.617 (an H100, the nvidia-h100-x1 kind, 2026-11-28T04:45Z, bash
+/// scripts/device_match.sh OUT match-all tests bench ncu; with 256-row tiles and no first fill,
+/// the same H100 kind three hours before: 5.47 s against 9.82, 6.17 against 14.39; four
+/// warpgroups a block, the H200 the day before: 5.78 s against 10.16). Rows from pageable host
+/// memory staged through pinned buffers by eight threads instead of one pageable copy: 5.040 s,
+/// the 100-image collection 0.067 s against 0.058 (not kept; H100, 2026-11-28T04:59Z). With the
 /// 2026-11-26 wgmma kernel it lost at 256 bits (12.69 against 10.18 s), and the collection kept
 /// mma.sync there. Rows already on the GPU whose tiles do not fit the budget beside the rounds
 /// take mma.sync (`automatic`).

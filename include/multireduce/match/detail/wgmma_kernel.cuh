@@ -12,8 +12,10 @@
 // once the lists fill) goes on: for k <= 2 its two least keys, which say their columns, merged over
 // the row's four lanes into a list of the row's that the four lanes keep alike; for larger k (or
 // 1024 bits, whose values leave no room for the column) a bit mask of its columns below the limit
-// and an exact insertion each into the lane's own list. Either way the lists are the mma.sync
-// kernel's, bit for bit.
+// and an exact insertion each into the lane's own list. For k <= 2 a slice's first 16 parts, where
+// nearly every row's list still changes, skip the screen: each lane keeps the two least keys of
+// its columns, and the row's four lanes merge theirs after them (the first fill). Either way the
+// lists are the mma.sync kernel's, bit for bit.
 //
 // The kernel exists only in code built for sm_90a (CMAKE_CUDA_ARCHITECTURES 90a-real): elsewhere
 // its body is empty and has no shared memory, which is how the host tells (wgmma_kernel_built).
@@ -137,12 +139,16 @@ struct wgmma_rows {
   static constexpr std::uint32_t row_empty = wgmma_open >> shift;  // above every real value, not the padding's
   std::uint32_t near_value[2][2];
   std::int32_t near_index[2][2];
+  // The first fill (row lists): each lane's two least keys over its columns of the slice's first
+  // parts, as value << 12 | part << 7 | column in the part (0xffffffff: none).
+  std::uint32_t fill[2][2];
   std::int32_t query_popc[2];
   std::uint32_t limit[2];
 
   __device__ __forceinline__ void clear(int h) {
     best[h].clear();
     near_value[h][0] = near_value[h][1] = row_empty, near_index[h][0] = near_index[h][1] = 0;
+    fill[h][0] = fill[h][1] = 0xffffffffu;
     limit[h] = wgmma_open;
   }
   /// The row's list as whole (distance, index) keys.
@@ -165,6 +171,60 @@ struct wgmma_rows {
     return distance == no_limit ? wgmma_open : std::uint32_t(distance - query_popc[h] + std::int32_t(bias)) << shift;
   }
 
+  /// The keys of columns 8j + 2t (low half) and 8j + 2t + 1 (high half) of the part, row g (e[0])
+  /// and row g + 8 (e[1]); no half borrows from the other (each stays in [0, 2 bias] << shift,
+  /// plus the word, or is the padding).
+  __device__ __forceinline__ static void make_keys(const std::uint32_t (&d)[64], const std::uint32_t (&pb)[16],
+                                                   std::uint32_t (&e)[2][16]) {
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      e[0][j] = pb[j] - (2u << shift) * __byte_perm(d[4 * j], d[4 * j + 1], 0x5410);
+      e[1][j] = pb[j] - (2u << shift) * __byte_perm(d[4 * j + 2], d[4 * j + 3], 0x5410);
+    }
+  }
+
+  /// A row's least key a half over the lane's 32 columns: two chains of three-way 16-bit mins.
+  __device__ __forceinline__ static std::uint32_t row_least(const std::uint32_t (&e)[16]) {
+    std::uint32_t low = __vimin3_u16x2(e[0], e[1], e[2]), high = __vimin3_u16x2(e[3], e[4], e[5]);
+    low = __vimin3_u16x2(low, e[6], e[7]), high = __vimin3_u16x2(high, e[8], e[9]);
+    low = __vimin3_u16x2(low, e[10], e[11]), high = __vimin3_u16x2(high, e[12], e[13]);
+    low = __vimin3_u16x2(low, e[14], e[15]);
+    return __vminu2(low, high);
+  }
+
+  /// Row lists, the first fill: a slice's first parts (knn_tuning::wgmma_fill_parts), where a row's
+  /// two nearest change so often that nearly every warp would take the slow path, go unscreened
+  /// into each lane's own two least of its columns (no shuffles, no limits); end_fill merges the
+  /// four lanes' into the row's list. `part_bits`: the part's place in the slice, << 7.
+  __device__ __forceinline__ void fill_part(const std::uint32_t (&d)[64], const std::uint32_t (&pb)[16], int t,
+                                            std::uint32_t part_bits) {
+    std::uint32_t e[2][16];
+    make_keys(d, pb, e);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      std::uint32_t s1, s2;
+      lane_two_least(e[h], row_least(e[h]), t, s1, s2);
+      // value << 7 | column to value << 12 | part << 7 | column.
+      auto place = [&](std::uint32_t s) { return ((s << 5) & 0xfffff000u) | part_bits | (s & 127u); };
+      merge_two_smallest(fill[h][0], fill[h][1], place(s1), place(s2));
+    }
+  }
+
+  /// Row lists: the end of the first fill. The row's two nearest of the slice's first parts (the
+  /// four lanes' fills merged; `column0`: the slice's first column) become its list and its limit.
+  __device__ __forceinline__ void end_fill(std::int32_t column0) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      std::uint32_t f1 = fill[h][0], f2 = fill[h][1];
+      merge_two_smallest(f1, f2, __shfl_xor_sync(0xffffffffu, f1, 1), __shfl_xor_sync(0xffffffffu, f2, 1));
+      merge_two_smallest(f1, f2, __shfl_xor_sync(0xffffffffu, f1, 2), __shfl_xor_sync(0xffffffffu, f2, 2));
+      // Padding (and an empty fill) give row_empty.
+      near_value[h][0] = min(f1 >> 12, row_empty), near_value[h][1] = min(f2 >> 12, row_empty);
+      near_index[h][0] = column0 + std::int32_t(f1 & 0xfffu), near_index[h][1] = column0 + std::int32_t(f2 & 0xfffu);
+      limit[h] = near_value[h][1] << shift;
+    }
+  }
+
   /// The epilogue of one 128-column part of a tile (its columns from `column0` on; accumulators d;
   /// the part's row popcounts as keys, a word per column pair, in pb): two pairs per word and a
   /// packed minimum per row; only when a lane of the warp holds a row whose least key beats its
@@ -173,14 +233,8 @@ struct wgmma_rows {
   /// lists only).
   __device__ __forceinline__ void search_tile(const std::uint32_t (&d)[64], const std::uint32_t (&pb)[16],
                                               std::int32_t column0, int t, uint4* spill, int stride) {
-    // The keys of columns 8j + 2t (low half) and 8j + 2t + 1 (high half); no half borrows from the
-    // other (each stays in [0, 2 bias] << shift, plus the word, or is the padding).
     std::uint32_t e[2][16];
-#pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      e[0][j] = pb[j] - (2u << shift) * __byte_perm(d[4 * j], d[4 * j + 1], 0x5410);
-      e[1][j] = pb[j] - (2u << shift) * __byte_perm(d[4 * j + 2], d[4 * j + 3], 0x5410);
-    }
+    make_keys(d, pb, e);
     // Per-lane lists (1024 bits), k = 2: a list that is not full yet (the slice's first tile) would
     // take every column: the limit becomes one more than the row's second least key in this tile,
     // so that only the two smallest (and their ties) are inserted; a column above it is farther
@@ -207,12 +261,7 @@ struct wgmma_rows {
     const std::uint32_t limits[2] = {limit[0] * 0x10001u, limit[1] * 0x10001u};  // in both halves
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      // The row's 16-bit minimum over its 32 columns: two chains of three-way mins.
-      std::uint32_t low = __vimin3_u16x2(e[h][0], e[h][1], e[h][2]), high = __vimin3_u16x2(e[h][3], e[h][4], e[h][5]);
-      low = __vimin3_u16x2(low, e[h][6], e[h][7]), high = __vimin3_u16x2(high, e[h][8], e[h][9]);
-      low = __vimin3_u16x2(low, e[h][10], e[h][11]), high = __vimin3_u16x2(high, e[h][12], e[h][13]);
-      low = __vimin3_u16x2(low, e[h][14], e[h][15]);
-      least[h] = __vminu2(low, high);
+      least[h] = row_least(e[h]);
       hit[h] = halves_below(least[h], limits[h]) != 0;
     }
     if (!__any_sync(0xffffffffu, hit[0] || hit[1])) return;
@@ -236,14 +285,12 @@ struct wgmma_rows {
     }
   }
 
-  /// Row lists: the row's two least keys of the part (each lane's, from its two halves, merged over
-  /// the four lanes as (key << 3) + 2t + half, which orders them by distance, then column, and is
-  /// the value << 7 plus the column in the part) enter the row's list where below its limit; the
-  /// list's second is the new limit. `least`: the lane's least key a half.
-  __device__ __forceinline__ void take_least(const std::uint32_t (&e)[16], std::uint32_t least, int h,
-                                             std::int32_t column0, int t) {
+  /// The lane's two least keys of a row's part (`least`: its least key a half) as key << 3 | 2t +
+  /// half, that is value << 7 | the column in the part, into s1 <= s2.
+  __device__ __forceinline__ static void lane_two_least(const std::uint32_t (&e)[16], std::uint32_t least, int t,
+                                                        std::uint32_t& s1, std::uint32_t& s2) {
     const std::uint32_t lane_low = 2u * static_cast<std::uint32_t>(t), lane_high = lane_low + 1u;
-    std::uint32_t s1 = ((least & 0xffffu) << 3) | lane_low, s2 = ((least >> 16) << 3) | lane_high;
+    s1 = ((least & 0xffffu) << 3) | lane_low, s2 = ((least >> 16) << 3) | lane_high;
     // The second least key a half. The keys of a half differ (each names its word), so the second
     // is least + 1 + the least over the words of (key - least - 1) mod 2^16, in which the least
     // itself wraps to the top: one add-and-min a word (VIADDMNMX.U16x2, four chains), where a tree
@@ -258,6 +305,16 @@ struct wgmma_rows {
     std::uint32_t low2 = ((second & 0xffffu) << 3) | lane_low, high2 = ((second >> 16) << 3) | lane_high;
     merge_two_smallest(s1, low2, s2, high2);  // s1 <= low2: the lane's two least
     s2 = low2;
+  }
+
+  /// Row lists: the row's two least keys of the part (each lane's, from its two halves, merged over
+  /// the four lanes as (key << 3) + 2t + half, which orders them by distance, then column, and is
+  /// the value << 7 plus the column in the part) enter the row's list where below its limit; the
+  /// list's second is the new limit. `least`: the lane's least key a half.
+  __device__ __forceinline__ void take_least(const std::uint32_t (&e)[16], std::uint32_t least, int h,
+                                             std::int32_t column0, int t) {
+    std::uint32_t s1, s2;
+    lane_two_least(e, least, t, s1, s2);
     merge_two_smallest(s1, s2, __shfl_xor_sync(0xffffffffu, s1, 1), __shfl_xor_sync(0xffffffffu, s2, 1));
     merge_two_smallest(s1, s2, __shfl_xor_sync(0xffffffffu, s1, 2), __shfl_xor_sync(0xffffffffu, s2, 2));
     // s1 < s2 enter in that order (the list's entries are earlier columns: a tie keeps them).
@@ -428,6 +485,7 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads(Warpgroups), k
   constexpr int threads = knn_tuning::wgmma_block_threads(Warpgroups);
   constexpr int block_queries = knn_tuning::wgmma_block_queries(Warpgroups);
   static_assert(tile % 128 == 0 && tile_bytes % 128 == 0, "wgmmas of 128 rows, tiles 128-byte aligned");
+  static_assert(stages >= 2, "a buffer is refilled a tile after its last search: a ring of two or more");
   constexpr int parts = tile / 128;  // wgmmas (and searches) of 128 rows a tile
   extern __shared__ __align__(128) std::uint8_t ring[];  // stages x tile_bytes
   // The per-lane lists' parked words, thread-minor (no bank conflicts); unused (and left out by
@@ -496,18 +554,30 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads(Warpgroups), k
       wgmma_and_popc(d, a[c], ring_descriptor + std::uint32_t((buf * tile_bytes + c * chunk_bytes + part * 4096) >> 4), c);
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
   };
-  auto search = [&](std::uint32_t (&d)[64], std::uint32_t column0, int buf, int part) {
+  // A part's accumulators, once its wgmma is waited for, and the keys of its rows' popcounts.
+  auto part_operands = [&](std::uint32_t (&d)[64], int buf, int part, std::uint32_t (&pb)[16]) {
 #pragma unroll
     for (int i = 0; i < 64; ++i) wgmma_fence_operand(d[i]);
-    std::uint32_t pb[16];
     const auto* popc = reinterpret_cast<const uint4*>(ring + buf * tile_bytes + C * chunk_bytes) + part * 16 + t * 4;
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
       const uint4 v = popc[q];
       pb[4 * q] = v.x, pb[4 * q + 1] = v.y, pb[4 * q + 2] = v.z, pb[4 * q + 3] = v.w;
     }
+  };
+  auto search = [&](std::uint32_t (&d)[64], std::uint32_t column0, int buf, int part) {
+    std::uint32_t pb[16];
+    part_operands(d, buf, part, pb);
     mine.search_tile(d, pb, static_cast<std::int32_t>(column0 + part * 128), t, &spill[0][threadIdx.x], threads);
   };
+  auto fill = [&](std::uint32_t (&d)[64], int buf, int part, int slice_part) {
+    std::uint32_t pb[16];
+    part_operands(d, buf, part, pb);
+    mine.fill_part(d, pb, t, static_cast<std::uint32_t>(slice_part) << 7);
+  };
+  constexpr bool first_fill = wgmma_rows<C, Kcap>::row_lists;
+  constexpr int fill_parts = knn_tuning::wgmma_fill_parts;
+  static_assert(fill_parts >= 1 && fill_parts <= 32, "the fill keys have 5 bits for the part");
   // A tile at a time: its wgmma, then the search of its distances; the other warpgroups keep the
   // tensor cores busy meanwhile.
   std::uint32_t d[64];
@@ -521,6 +591,8 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads(Warpgroups), k
   // The last tile's count of the warps done with its buffer before this warp (lane 0's), that
   // buffer, and the tile it is to hold next.
   int ticket = 0, ticket_buffer = 0, ticket_tile = 0;
+  const auto slice_column0 = static_cast<std::int32_t>(column0);
+  int slice_part = 0;  // the parts searched (first fill: up to fill_parts)
   for (int left = static_cast<int>(end - begin); left > 0; left -= tile, column0 += tile) {
     stage_wait(full_at + 8u * static_cast<std::uint32_t>(buf), parity);
 #pragma unroll
@@ -528,6 +600,13 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads(Warpgroups), k
       if (part > 0 && part * 128 >= left) break;  // only padding left
       issue(d, buf, part);
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+      if constexpr (first_fill) {
+        if (slice_part < fill_parts) {
+          fill(d, buf, part, slice_part);
+          if (++slice_part == fill_parts) mine.end_fill(slice_column0);
+          continue;
+        }
+      }
       search(d, column0, buf, part);
     }
     // The warp is done with the buffer (its wgmmas waited for, its popcounts read) and says so
@@ -545,6 +624,9 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads(Warpgroups), k
     ticket_buffer = buf, ticket_tile = next_tile;
     ++next_tile;
     if (++buf == stages) buf = 0, parity ^= 1u;
+  }
+  if constexpr (first_fill) {
+    if (slice_part < fill_parts) mine.end_fill(slice_column0);  // a slice of fill_parts parts or fewer
   }
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
