@@ -346,9 +346,10 @@ TEST(CudaMatch, LongSlicesGoRoundTheTileRing) {
         mc::detail::knn_config c{};
         ASSERT_EQ(mc::detail::configure_knn(&pair, 1, bytes, k, mc::match_path::wgmma, c), cudaSuccess);
         const int chunks = (bytes / 4 + 7) / 8;
-        EXPECT_GT(trains / mc::detail::plan_knn_pair(c, pair).slices,
+        const std::int64_t slice_rows = trains / mc::detail::plan_knn_pair(c, pair).slices;
+        EXPECT_GT(slice_rows,
                   2 * std::int64_t(mc::detail::knn_tuning::wgmma_stages(chunks)) * mc::detail::knn_tuning::wgmma_train_tile);
-        EXPECT_GT(trains / mc::detail::plan_knn_pair(c, pair).slices, mc::detail::knn_tuning::wgmma_fill_parts * 128);
+        EXPECT_GT(slice_rows, mc::detail::knn_tuning::wgmma_fill_parts * 128);
       }
       expect_random_case(ws, queries, trains, bytes, k, seed + std::uint64_t(bytes * 10 + k), k == 5,
                          popcount_reference_knn);

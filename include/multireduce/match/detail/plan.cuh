@@ -212,7 +212,7 @@ inline std::int64_t slices_for_wgmma(std::int64_t query_blocks, std::int64_t res
 /// A search gets its share of the wanted blocks by its work; when its query blocks are fewer, the
 /// training set is cut into slices of at least min_slice_rows rows. A lone tensor-core search picks its
 /// slices to fill whole waves; a lone wgmma search by slices_for_wgmma, slices of at least one
-/// 256-row tile.
+/// tile (knn_tuning::wgmma_train_tile rows).
 inline knn_pair_plan plan_knn_pair(const knn_config& c, const knn_pair& p) {
   knn_pair_plan plan{};
   const std::int64_t qb = (p.queries + c.block_queries - 1) / c.block_queries;

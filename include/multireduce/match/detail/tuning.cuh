@@ -28,7 +28,7 @@ namespace multireduce::cuda::detail {
 ///    at 512 bits: 1.88 against 1.91 T/s (H200, 2026-11-21, bench match). The value 8 itself: no
 ///    run with another is recorded.
 ///  - min_slice_rows = 512 (mma.sync, popcount, batches; a lone wgmma search: slices_for_wgmma,
-///    256-row slices): not tuned: the shortest training slice, when the queries alone cannot
+///    slices of a tile or more): not tuned: the shortest training slice, when the queries alone cannot
 ///    fill the GPU; no run with another minimum is recorded.
 ///  - whole_wave_fill = 0.95: a lone mma.sync search takes the fewest slices whose blocks fill
 ///    the resident slots in whole waves to 95% (a mostly empty last wave cost up to a fifth):
@@ -106,7 +106,7 @@ namespace multireduce::cuda::detail {
 ///    KB a block, with the 32 KB of parked words of the per-lane lists; the row lists of k <= 2 up
 ///    to 768 bits need none, which would leave room for 8 tiles at 768: not timed).
 ///  - wgmma_block_overhead_rows = 512: a lone search takes the slices that minimise waves x (rows
-///    of a slice in wgmmas of 128 + 512) (slices_for_wgmma; at least a tile's rows each, then 256):
+///    of a slice in wgmmas of 128 + 512) (slices_for_wgmma; at least a tile's rows each, 256 when measured):
 ///    10,000^2 picks 3 slices, the best of the 11 counts measured from 1 to 20 (1.743 T/s at 256 bits; 6 slices 1.486,
 ///    13 slices, the whole-wave rule's choice, 1.269; 512-bit alike), 3000^2 picks 8, the best
 ///    measured there (0.432 T/s; 5 slices 0.357) (2026-11-27, probe sweeping the slices).

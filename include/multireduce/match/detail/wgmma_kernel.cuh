@@ -140,7 +140,10 @@ struct wgmma_rows {
   std::uint32_t near_value[2][2];
   std::int32_t near_index[2][2];
   // The first fill (row lists): each lane's two least keys over its columns of the slice's first
-  // parts, as value << 12 | part << 7 | column in the part (0xffffffff: none).
+  // parts, as value << fill_value_shift | part << fill_part_shift | column in the part
+  // (0xffffffff: none); the part takes the bits between.
+  static constexpr int fill_part_shift = 7, fill_value_shift = 12;
+  static constexpr int fill_parts_most = 1 << (fill_value_shift - fill_part_shift);
   std::uint32_t fill[2][2];
   std::int32_t query_popc[2];
   std::uint32_t limit[2];
@@ -195,17 +198,21 @@ struct wgmma_rows {
   /// Row lists, the first fill: a slice's first parts (knn_tuning::wgmma_fill_parts), where a row's
   /// two nearest change so often that nearly every warp would take the slow path, go unscreened
   /// into each lane's own two least of its columns (no shuffles, no limits); end_fill merges the
-  /// four lanes' into the row's list. `part_bits`: the part's place in the slice, << 7.
+  /// four lanes' into the row's list. `part`: the part's place in the slice (below fill_parts_most).
   __device__ __forceinline__ void fill_part(const std::uint32_t (&d)[64], const std::uint32_t (&pb)[16], int t,
-                                            std::uint32_t part_bits) {
+                                            int part) {
+    const std::uint32_t part_bits = static_cast<std::uint32_t>(part) << fill_part_shift;
     std::uint32_t e[2][16];
     make_keys(d, pb, e);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       std::uint32_t s1, s2;
       lane_two_least(e[h], row_least(e[h]), t, s1, s2);
-      // value << 7 | column to value << 12 | part << 7 | column.
-      auto place = [&](std::uint32_t s) { return ((s << 5) & 0xfffff000u) | part_bits | (s & 127u); };
+      // value << 7 | column (lane_two_least) to the fill's value | part | column.
+      auto place = [&](std::uint32_t s) {
+        constexpr std::uint32_t column = (1u << fill_part_shift) - 1u, value = ~((1u << fill_value_shift) - 1u);
+        return ((s << (fill_value_shift - fill_part_shift)) & value) | part_bits | (s & column);
+      };
       merge_two_smallest(fill[h][0], fill[h][1], place(s1), place(s2));
     }
   }
@@ -219,8 +226,10 @@ struct wgmma_rows {
       merge_two_smallest(f1, f2, __shfl_xor_sync(0xffffffffu, f1, 1), __shfl_xor_sync(0xffffffffu, f2, 1));
       merge_two_smallest(f1, f2, __shfl_xor_sync(0xffffffffu, f1, 2), __shfl_xor_sync(0xffffffffu, f2, 2));
       // Padding (and an empty fill) give row_empty.
-      near_value[h][0] = min(f1 >> 12, row_empty), near_value[h][1] = min(f2 >> 12, row_empty);
-      near_index[h][0] = column0 + std::int32_t(f1 & 0xfffu), near_index[h][1] = column0 + std::int32_t(f2 & 0xfffu);
+      // Below the value: part x 128 + column, the column's place in the slice.
+      constexpr std::uint32_t place = (1u << fill_value_shift) - 1u;
+      near_value[h][0] = min(f1 >> fill_value_shift, row_empty), near_value[h][1] = min(f2 >> fill_value_shift, row_empty);
+      near_index[h][0] = column0 + std::int32_t(f1 & place), near_index[h][1] = column0 + std::int32_t(f2 & place);
       limit[h] = near_value[h][1] << shift;
     }
   }
@@ -383,9 +392,9 @@ struct wgmma_rows {
 #endif  // MULTIREDUCE_MATCH_WGMMA_BODY
 
 /// One training tile as the wgmma kernel reads it (the tiling kernel writes them, the search
-/// copies each whole into shared memory): its 256 rows' C 256-bit chunks laid out as wgmma's
-/// no-swizzle K-major core matrices (chunk c, row r, half h of 16 bytes at c x 8192 + (r / 8) x
-/// 256 + h x 128 + (r % 8) x 16), then the rows' keys with no AND counted (wgmma_key_shift), two rows (2p, 2p + 1) a word,
+/// copies each whole into shared memory): its wgmma_train_tile rows' C 256-bit chunks laid out as
+/// wgmma's no-swizzle K-major core matrices (chunk c, row r, half h of 16 bytes at c x 32 x
+/// wgmma_train_tile + (r / 8) x 256 + h x 128 + (r % 8) x 16), then the rows' keys with no AND counted (wgmma_key_shift), two rows (2p, 2p + 1) a word,
 /// ordered so that lane t of a group reads its 16 words of each 128 rows with four 16-byte loads.
 /// Rows past the slice's end are zeros with the popcount wgmma_padding.
 __host__ __device__ inline constexpr int wgmma_tile_bytes(int chunks) {
@@ -393,9 +402,9 @@ __host__ __device__ inline constexpr int wgmma_tile_bytes(int chunks) {
 }
 
 /// Where slice s of a search (rows [begin, end) of its training set) has its tiles: from tile
-/// begin / 256 + s of the search's tiles on, or where the slice's bounds say (the collection's
-/// images). The first rule never lets two slices' tiles overlap (slice s has at most (end -
-/// begin) / 256 + 1 tiles), whatever the bounds, and a set of `trains` rows in `slices` slices
+/// begin / wgmma_train_tile + s of the search's tiles on, or where the slice's bounds say (the
+/// collection's images). The first rule never lets two slices' tiles overlap (slice s has at
+/// most (end - begin) / wgmma_train_tile + 1 tiles), whatever the bounds, and a set of `trains` rows in `slices` slices
 /// takes at most wgmma_tiles_bound tiles.
 __host__ __device__ inline std::int64_t wgmma_even_first_tile(std::int64_t begin, int slice) {
   return begin / knn_tuning::wgmma_train_tile + slice;
@@ -573,11 +582,11 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads(Warpgroups), k
   auto fill = [&](std::uint32_t (&d)[64], int buf, int part, int slice_part) {
     std::uint32_t pb[16];
     part_operands(d, buf, part, pb);
-    mine.fill_part(d, pb, t, static_cast<std::uint32_t>(slice_part) << 7);
+    mine.fill_part(d, pb, t, slice_part);
   };
   constexpr bool first_fill = wgmma_rows<C, Kcap>::row_lists;
   constexpr int fill_parts = knn_tuning::wgmma_fill_parts;
-  static_assert(fill_parts >= 1 && fill_parts <= 32, "the fill keys have 5 bits for the part");
+  static_assert(fill_parts >= 1 && fill_parts <= wgmma_rows<C, Kcap>::fill_parts_most, "the fill keys' bits for the part");
   // A tile at a time: its wgmma, then the search of its distances; the other warpgroups keep the
   // tensor cores busy meanwhile.
   std::uint32_t d[64];
