@@ -1,8 +1,8 @@
 // The GPU collection matcher (cuda::match_collection, match/collection_cuda.cuh) against an
 // independent bit-by-bit reference: every pair's matches, both kernels, every rule, images of 0, 1
 // and k - 1 descriptors and around the tiles' edges, every pair / a list / sequential, the rows on
-// the host or already on the GPU, and the image blocks forced by a small memory budget with many
-// small rounds. Random inputs from logged seeds. Skipped without a GPU.
+// the host (going up in two pieces) or already on the GPU, and the image blocks forced by a small
+// memory budget with many small rounds. Random inputs from logged seeds. Skipped without a GPU.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -101,6 +101,36 @@ TEST(CudaCollection, ImageBlocksAndSmallRoundsGiveTheSameMatches) {
                                     [](std::int64_t, std::span<const mr::match>) { FAIL() << "handed out a pair"; },
                                     {.memory_budget = 4096, .round_rows = 300}),
                mc::error);
+}
+
+TEST(CudaCollectionPlan, TheFirstImagesGoUpFirst) {
+  // The images whose rows go up before the rest (an eighth of the rows, at least one image).
+  auto split_of = [](const std::vector<std::int64_t>& sizes) {
+    std::vector<std::int64_t> offsets{0};
+    for (const std::int64_t n : sizes) offsets.push_back(offsets.back() + n);
+    const std::vector<std::uint8_t> rows(std::size_t(offsets.back()) * 32);
+    return mc::detail::first_upload_images(mr::descriptor_collection{rows.data(), offsets, 32});
+  };
+  EXPECT_EQ(split_of({0, 1, 2, 127, 129, 40, 255, 257, 7}), 4);  // 130 rows of 817 reach 102
+  EXPECT_EQ(split_of(std::vector<std::int64_t>(16, 100)), 2);
+  EXPECT_EQ(split_of({300, 5, 7, 129}), 1);
+  EXPECT_EQ(split_of({8}), 1);
+  EXPECT_EQ(split_of({0, 0, 0}), 1);
+}
+
+TEST(CudaCollection, RowsFromTheHostGoUpInTwoPieces) {
+  MR_REQUIRE_GPU();
+  // Pairs among the first images are searched while the rest go up: none of them (a first image
+  // of more than an eighth of the rows), or those among the first two of 16 (with the rest's
+  // pairs and the cross-check reading across the two pieces).
+  for (const auto& sizes : {std::vector<std::int64_t>{300, 5, 7, 129, 0, 64}, std::vector<std::int64_t>(16, 90)}) {
+    const std::string name = "gpu collection two pieces " + std::to_string(sizes.size());
+    const test_collection c = random_collection(sizes, 32, seed_for(name.c_str()), true);
+    const auto pairs = mr::all_pairs(std::int64_t(sizes.size()));
+    expect_gpu_matches_reference(c, c.view(), pairs, 2, {.ratio = 0.8}, {});
+    expect_gpu_matches_reference(c, c.view(), pairs, 2, {.ratio = 0.9, .cross_check = true}, {});
+    expect_gpu_matches_reference(c, c.view(), {{1, 2}, {0, 1}, {3, 5}, {0, 5}}, 1, {.cross_check = true}, {});
+  }
 }
 
 TEST(CudaCollection, RowsAlreadyOnTheGpu) {

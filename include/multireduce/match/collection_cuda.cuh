@@ -12,7 +12,9 @@
 // overlaps the searches of the next. The cross-check's other direction (every training row's
 // nearest query) is the same search the other way round, k = 1. A collection larger than the
 // memory budget is matched in image blocks: block i stays on the GPU while the blocks j >= i pass
-// through two buffers, the copy of the next overlapping the searches of this one.
+// through two buffers, the copy of the next overlapping the searches of this one. One that fits
+// goes up in two pieces: the first images' rows, whose pairs are searched while a helper thread
+// copies the rest.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -20,9 +22,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <map>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <cub/device/device_select.cuh>
@@ -369,6 +373,57 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
     const std::uint8_t* base_i = on_device ? c.rows : resident.data();
     const std::int64_t first_i = on_device ? 0 : row_i;
     const std::int64_t rows_i = std::int64_t(block_size(group.block_i) / row_bytes);
+    if (!on_device && !blocked) {
+      // The whole collection fits: its rows go up in two pieces, the first images'
+      // (collection_tuning::first_upload_share of the rows), then, on a helper thread, the rest
+      // (a copy from pageable memory holds its thread until the rows are staged), while this
+      // thread queues the pairs among the first images; the others wait for the rest.
+      const std::int64_t split = detail::first_upload_images(c);
+      int device = 0;
+      check(cudaGetDevice(&device), what.c_str());
+      auto upload_images = [&](std::int64_t first, std::int64_t last, cudaEvent_t ready) {
+        const std::int64_t rows = c.offsets[last] - c.offsets[first];
+        if (rows > 0)
+          check(cudaMemcpyAsync(resident.data() + std::size_t(c.offsets[first] - row_i) * row_bytes,
+                                c.rows + std::size_t(c.offsets[first]) * row_bytes, std::size_t(rows) * row_bytes,
+                                cudaMemcpyHostToDevice, uploads.get()),
+                what.c_str());
+        if (kernel.wgmma)
+          check(detail::launch_image_tiling(kernel, resident.data(), rows_i, image_table_on_gpu.data() + 3 * first,
+                                            last - first, largest, bytes, resident.data() + tiles_at(0), uploads.get()),
+                what.c_str());
+        check(cudaEventRecord(ready, uploads.get()), what.c_str());
+      };
+      tiles_i = kernel.wgmma ? resident.data() + tiles_at(0) : nullptr;
+      check(cudaEventRecord(block_free.get(), stream), what.c_str());
+      check(cudaStreamWaitEvent(uploads.get(), block_free.get(), 0), what.c_str());
+      upload_images(0, split, block_ready.get());
+      for (auto& s : searching) check(cudaStreamWaitEvent(s.get(), block_ready.get(), 0), what.c_str());
+      owned_event rest_ready(false);
+      std::exception_ptr rest_failed;
+      {
+        std::jthread rest([&] {
+          try {
+            check(cudaSetDevice(device), what.c_str());
+            upload_images(split, c.images(), rest_ready.get());
+          } catch (...) {
+            rest_failed = std::current_exception();
+          }
+        });
+        std::vector<std::int64_t> first_pairs, later_pairs;
+        for (const std::int64_t p : group.pairs)
+          (pairs[std::size_t(p)].second < split ? first_pairs : later_pairs).push_back(p);
+        queue_group(detail::block_pair_group{0, 0, std::move(first_pairs)}, base_i, first_i, rows_i, tiles_i, base_i,
+                    first_i, rows_i, tiles_i);
+        rest.join();
+        if (rest_failed) std::rethrow_exception(rest_failed);
+        for (auto& s : searching) check(cudaStreamWaitEvent(s.get(), rest_ready.get(), 0), what.c_str());
+        queue_group(detail::block_pair_group{0, 0, std::move(later_pairs)}, base_i, first_i, rows_i, tiles_i, base_i,
+                    first_i, rows_i, tiles_i);
+      }
+      block_on_gpu = group.block_i;
+      continue;
+    }
     if (!on_device && block_on_gpu != group.block_i) {
       // The copy waits for every search that read the previous block (the rules of each round
       // waited for its searches, and block_free comes after them); the searches wait for the copy.

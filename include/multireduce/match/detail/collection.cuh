@@ -189,6 +189,15 @@ inline std::vector<block_pair_group> group_by_blocks(std::span<const image_pair>
   return out;
 }
 
+/// The images whose rows go up first when the whole collection fits on the GPU: the first ones
+/// whose rows reach collection_tuning::first_upload_share of the collection's (at least one).
+inline std::int64_t first_upload_images(const descriptor_collection& c) {
+  const double want = double(c.total_rows()) * collection_tuning::first_upload_share;
+  std::int64_t split = 1;
+  while (split < c.images() && double(c.offsets[split]) < want) ++split;
+  return std::min(split, c.images());
+}
+
 /// Device bytes a round needs per pair-query row (and, with the cross-check, per pair-training
 /// row): the lists of the forward search, the rows the rules write, their flags and two compacted
 /// copies (one being read back while the next round runs); the reverse search's lists.

@@ -152,10 +152,18 @@ struct knn_tuning {
 ///    slices); not tuned.
 ///  - accept_threads = 256: the accept kernel's block; not tuned (it reads each list once).
 ///  - free_memory_share = 0.8: the budget when none is given, of the free GPU memory; not tuned.
+///  - first_upload_share = 1/8: a collection that fits, rows in host memory, goes up in two pieces:
+///    the first images, whose rows reach this share, then the rest on a helper thread while the
+///    pairs among the first images are searched (about 1/64 of the work: for 1000 x 8192 some 80 ms
+///    of searching against 28 ms of copying the rest). Before, the 262 MB of 1000 x 8192 went up
+///    in one pageable copy, 32 ms in which no search ran (of 51 ms before the first search; 19 ms
+///    allocating), and the collection took 5.221 / 5.211 s against 5.194 / 5.188 with the two
+///    pieces (H200, the nvidia-h200 kind, 2026-11-28T08:27Z, the development probe, wgmma).
 /// `automatic` takes the wgmma kernel for the searches where it is usable, as for lone searches
-/// (its two-warpgroup shape): 1000 x 8192, all pairs, 256-bit: wgmma 5.028 s, mma.sync 9.970 s;
-/// 512-bit: 5.832 s against 14.617 (an H100, the nvidia-h100-x1 kind, 2026-11-28T04:45Z, bash
-/// scripts/device_match.sh OUT match-all tests bench ncu; with 256-row tiles and no first fill,
+/// (its two-warpgroup shape): 1000 x 8192, all pairs, 256-bit: wgmma 5.048 s, mma.sync 9.914 s;
+/// 512-bit: 5.858 s against 14.605 (an H100, the nvidia-h100-x1 kind, 2026-11-28T08:33Z, bash
+/// scripts/device_match.sh OUT match-all tests; another H100 of that kind at 04:45Z, the rows in
+/// one piece: 5.028 s against 9.970, 5.832 against 14.617; with 256-row tiles and no first fill,
 /// the same H100 kind three hours before: 5.47 s against 9.82, 6.17 against 14.39; four
 /// warpgroups a block, the H200 the day before: 5.78 s against 10.16). Rows from pageable host
 /// memory staged through pinned buffers by eight threads instead of one pageable copy: 5.040 s,
@@ -167,6 +175,7 @@ struct collection_tuning {
   static constexpr std::int64_t round_rows = std::int64_t(1) << 22;
   static constexpr int round_pairs = 8192, accept_threads = 256;
   static constexpr double free_memory_share = 0.8;
+  static constexpr double first_upload_share = 0.125;
 };
 
 }  // namespace multireduce::cuda::detail
