@@ -12,9 +12,9 @@
 // overlaps the searches of the next. The cross-check's other direction (every training row's
 // nearest query) is the same search the other way round, k = 1. A collection larger than the
 // memory budget is matched in image blocks: block i stays on the GPU while the blocks j >= i pass
-// through two buffers, the copy of the next overlapping the searches of this one. One that fits
-// goes up in two pieces: the first images' rows, whose pairs are searched while a helper thread
-// copies the rest.
+// through two buffers, the copy of the next overlapping the searches of this one. One in host
+// memory that fits goes up in two pieces: the first images' rows, whose pairs are searched while
+// a helper thread copies the rest.
 #pragma once
 
 #include <cuda_runtime.h>
