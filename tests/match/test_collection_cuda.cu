@@ -154,6 +154,26 @@ TEST(CudaCollection, RowsAlreadyOnTheGpu) {
                                {.memory_budget = budget, .round_rows = 260});
 }
 
+// An image past the wgmma kernel's slice limit (wgmma_slice_rows_most rows: an image is one
+// slice): `automatic` takes mma.sync for the collection and gives the reference's matches; an
+// explicit wgmma path is refused.
+TEST(CudaCollection, ImagesPastTheWgmmaSliceLimit) {
+  MR_REQUIRE_GPU();
+  const std::vector<std::int64_t> sizes = {3, mc::detail::wgmma_slice_rows_most + 1, 2};
+  const test_collection c = random_collection(sizes, 32, seed_for("gpu collection past the slice limit"), false);
+  const std::vector<mr::image_pair> pairs = {{0, 1}, {1, 2}};
+  expect_gpu_matches_reference(c, c.view(), pairs, 2, {.ratio = 0.8}, {});
+  int device = 0, major = 0, minor = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), cudaSuccess);
+  if (!mc::detail::wgmma_usable(major, minor)) GTEST_SKIP() << "no wgmma kernel on this GPU: the refusal is not reached";
+  mc::workspace ws;
+  const auto none = [](std::int64_t, std::span<const mr::match>) { FAIL() << "handed out a pair"; };
+  EXPECT_THROW(mc::match_collection(ws, c.view(), pairs, 2, {.ratio = 0.8}, none, {.path = mc::match_path::wgmma}),
+               std::invalid_argument);
+}
+
 TEST(CudaCollection, BadArgumentsAreRefusedBeforeAnyWork) {
   MR_REQUIRE_GPU();
   const test_collection c = random_collection({3, 4}, 32, seed_for("gpu collection refusals"), false);

@@ -310,6 +310,61 @@ TEST(CudaMatch, AdversarialDataAgainstBitwiseBruteForce) {
   }
 }
 
+// Each query's two nearest in the same group of the wgmma kernel's row lists (columns 8j + c of
+// one 128-row part, j = 0..15, the same c): the kernel keeps each group's least key only and finds
+// the first's group's second at the end of the slice. Dense random rows; each of the first 300
+// queries is a row a with one bit flipped, and a row b of a's part and c (another j) is a with
+// another bit flipped, or, every third query, a and b both equal the query (a tie at 0, the lower
+// index first). 700 training rows: parts of the first fill; 10,000 against 33,001 queries (one
+// slice a query block on a GPU of 129 SMs or more): the screened parts after it too.
+TEST(CudaMatch, TwoNearestInOneGroupAgainstBitwiseBruteForce) {
+  MR_REQUIRE_GPU();
+  const std::uint64_t seed = seed_for("match two nearest in one group");
+  std::mt19937_64 rng(seed);
+  mc::workspace ws;
+  for (int bytes : {32, 64, 96}) {
+    for (int trains : {700, 10000}) {
+      const int queries = trains == 700 ? 300 : 33001, parts = trains / 128;
+      auto t = random_descriptors(std::size_t(trains), bytes, rng(), false);
+      auto q = random_descriptors(std::size_t(queries), bytes, rng(), false);
+      std::vector<char> used(std::size_t(trains), 0);
+      for (int r = 0; r < 300; ++r) {
+        int a = 0, b = 0;
+        do {
+          const int part = int(rng() % std::uint64_t(parts)), c = int(rng() % 8), j1 = int(rng() % 16),
+                    j2 = (j1 + 1 + int(rng() % 15)) % 16;
+          a = part * 128 + 8 * j1 + c, b = part * 128 + 8 * j2 + c;
+        } while (used[std::size_t(a)] || used[std::size_t(b)]);
+        used[std::size_t(a)] = used[std::size_t(b)] = 1;
+        const std::uint64_t bits = std::uint64_t(bytes) * 8, bit_a = rng() % bits, bit_b = (bit_a + 1 + rng() % (bits - 1)) % bits;
+        auto flip = [&](std::vector<std::uint8_t>& rows, int row, std::uint64_t bit) {
+          rows[std::size_t(row) * bytes + bit / 8] ^= std::uint8_t(1u << (bit % 8));
+        };
+        std::copy_n(t.begin() + std::ptrdiff_t(a) * bytes, bytes, q.begin() + std::ptrdiff_t(r) * bytes);
+        flip(q, r, bit_a);
+        if (r % 3 == 0) {
+          std::copy_n(q.begin() + std::ptrdiff_t(r) * bytes, bytes, t.begin() + std::ptrdiff_t(a) * bytes);
+          std::copy_n(q.begin() + std::ptrdiff_t(r) * bytes, bytes, t.begin() + std::ptrdiff_t(b) * bytes);
+        } else {
+          std::copy_n(t.begin() + std::ptrdiff_t(a) * bytes, bytes, t.begin() + std::ptrdiff_t(b) * bytes);
+          flip(t, b, bit_b);
+        }
+      }
+      std::vector<std::int32_t> three_idx, three_dist;  // k = 3; the lists of k = 1, 2 begin them
+      popcount_reference_knn(q, t, bytes, 3, three_idx, three_dist);
+      for (int k : {1, 2, 3}) {
+        std::vector<std::int32_t> want_idx, want_dist;
+        for (int r = 0; r < queries; ++r)
+          for (int j = 0; j < k; ++j)
+            want_idx.push_back(three_idx[std::size_t(3 * r + j)]), want_dist.push_back(three_dist[std::size_t(3 * r + j)]);
+        SCOPED_TRACE(::testing::Message() << "bytes=" << bytes << " trains=" << trains << " k=" << k << " (seed " << seed << ")");
+        expect_both_paths_give(ws, q, t, bytes, k, want_idx, want_dist);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
 // Long training sets, where the lists are full and a pair must beat the k-th best of its row
 // (dense random rows: many ties at the k-th distance).
 TEST(CudaMatch, LongTrainingSetsAgainstBitwiseBruteForce) {
@@ -328,13 +383,13 @@ TEST(CudaMatch, LongTrainingSetsAgainstBitwiseBruteForce) {
 // Slices long enough for every kernel to go round its ring of tiles twice (the wgmma kernel's 5,
 // or 2 at 1024 bits, of 512 rows: 33,001 queries are 129 blocks, so that one slice is the cheapest
 // plan on a GPU of at least 129 SMs, which the test checks), its buffers refilled and its barriers'
-// phases back to the first, and for the row lists (k = 2 at 256 bits) past the first fill's 16
+// phases back to the first, and for the row lists (k = 2 at 256 bits) past the first fill's 64
 // parts of 128 rows into the screened parts. The reference counts 64-bit popcounts.
 TEST(CudaMatch, LongSlicesGoRoundTheTileRing) {
   MR_REQUIRE_GPU();
   const std::uint64_t seed = seed_for("match long slices");
   mc::workspace ws;
-  const std::int64_t queries = 33001, trains = 5400;
+  const std::int64_t queries = 33001, trains = 9000;
   for (int bytes : {32, 128}) {
     for (int k : {2, 5}) {
       int device = 0, major = 0, minor = 0;
@@ -375,7 +430,7 @@ TEST(CudaMatch, TwoWarpgroupBatchesAgainstBruteForce) {
   std::mt19937_64 rng(seed);
   mc::workspace ws;
   constexpr int pairs = 2;
-  const std::int64_t queries[pairs] = {40001, 36100}, trains[pairs] = {5400, 5300};
+  const std::int64_t queries[pairs] = {40001, 36100}, trains[pairs] = {17000, 16800};
   for (int bytes : {32, 64}) {
     for (bool alike : {false, true}) {
       std::vector<std::vector<std::uint8_t>> q(pairs), t(pairs);
@@ -449,6 +504,33 @@ TEST(CudaMatch, TiledSlicesNeverOverlap) {
       next_free = first + (end - begin + tile - 1) / tile;
     }
     ASSERT_LE(next_free, mc::detail::wgmma_tiles_bound(trains, slices));
+  }
+}
+
+// The wgmma kernel's slices have at most wgmma_slice_rows_most rows (its row lists keep a column's
+// place in the slice in 21 bits): the plans of lone searches (either GPU size) and of batches cut
+// longer training sets into more slices. Host arithmetic: runs without a GPU too.
+TEST(CudaMatch, WgmmaSlicesStayUnderTheirRowLimit) {
+  constexpr std::int64_t limit = mc::detail::wgmma_slice_rows_most;
+  for (std::int64_t resident : {0, 132, 1056}) {
+    for (std::int64_t queries : {1, 300, 65536, 1000000}) {
+      for (std::int64_t trains : {std::int64_t(1), limit - 1, limit, limit + 1, 3 * limit + 7, std::int64_t(1) << 22,
+                                  std::int64_t(INT32_MAX)}) {
+        mc::detail::knn_config c{};
+        c.wgmma = c.tensor = true, c.kcap = 2, c.units = 1, c.resident = resident;
+        c.wgmma_warpgroups = resident > 0 ? mc::detail::knn_tuning::wgmma_lone_warpgroups
+                                          : mc::detail::knn_tuning::wgmma_many_warpgroups;
+        c.block_queries = mc::detail::knn_tuning::wgmma_block_queries(c.wgmma_warpgroups);
+        c.want_blocks = 8 * 132, c.total_work = double(queries) * double(trains);
+        const mc::knn_pair pair{nullptr, queries, nullptr, trains, nullptr, nullptr};
+        const auto plan = mc::detail::plan_knn_pair(c, pair);
+        SCOPED_TRACE(::testing::Message() << "resident=" << resident << " queries=" << queries << " trains=" << trains
+                                          << " slices=" << plan.slices);
+        EXPECT_GE(plan.slices, 1);
+        EXPECT_LE(plan.slices, 65535);
+        EXPECT_LE((trains + plan.slices - 1) / plan.slices, limit);  // slice_rows' longest slice
+      }
+    }
   }
 }
 

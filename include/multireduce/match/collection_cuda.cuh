@@ -100,6 +100,15 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
   detail::knn_config kernel{};
   match_path search_path = options.path;
   check(detail::choose_knn_kernel(bytes, k, search_path, 1, kernel, true), what.c_str());
+  // An image is one slice of the wgmma kernel, whose slices have at most wgmma_slice_rows_most rows.
+  if (kernel.wgmma && largest > detail::wgmma_slice_rows_most) {
+    if (options.path == match_path::wgmma)
+      throw std::invalid_argument(what + ": the wgmma path takes images of at most " +
+                                  std::to_string(detail::wgmma_slice_rows_most) + " rows (an image has " +
+                                  std::to_string(largest) + "); the tensor_core path takes any");
+    search_path = match_path::tensor_core;
+    check(detail::choose_knn_kernel(bytes, k, search_path, 1, kernel, true), what.c_str());
+  }
   std::vector<char> searched_image(std::size_t(c.images()), 0);
   for (const image_pair& p : pairs) {
     searched_image[std::size_t(p.second)] = 1;

@@ -212,7 +212,7 @@ inline std::int64_t slices_for_wgmma(std::int64_t query_blocks, std::int64_t res
 /// A search gets its share of the wanted blocks by its work; when its query blocks are fewer, the
 /// training set is cut into slices of at least min_slice_rows rows. A lone tensor-core search picks its
 /// slices to fill whole waves; a lone wgmma search by slices_for_wgmma, slices of at least one
-/// tile (knn_tuning::wgmma_train_tile rows).
+/// tile (knn_tuning::wgmma_train_tile rows). Every wgmma slice has at most wgmma_slice_rows_most rows.
 inline knn_pair_plan plan_knn_pair(const knn_config& c, const knn_pair& p) {
   knn_pair_plan plan{};
   const std::int64_t qb = (p.queries + c.block_queries - 1) / c.block_queries;
@@ -231,6 +231,8 @@ inline knn_pair_plan plan_knn_pair(const knn_config& c, const knn_pair& p) {
     slices = (want + plan.query_blocks - 1) / plan.query_blocks;
   }
   if (slices > most) slices = most;
+  // The wgmma kernel's slices have at most wgmma_slice_rows_most rows (at most `most` slices).
+  if (c.wgmma) slices = std::max(slices, (p.trains + wgmma_slice_rows_most - 1) / wgmma_slice_rows_most);
   plan.slices = static_cast<int>(slices < 1 ? 1 : slices);
   plan.partial_bytes = round_up(sizeof(std::uint64_t) * std::size_t(plan.slices) * std::size_t(p.queries) * c.kcap);
   return plan;

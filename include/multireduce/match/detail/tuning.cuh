@@ -46,7 +46,10 @@ namespace multireduce::cuda::detail {
 /// batch 2.641); the standing run, with 512-row tiles and the first fill, `bash
 /// scripts/device_match.sh OUT match-all tests bench ncu` (2026-11-28T04:44-04:53Z, an H100, the
 /// nvidia-h100-x1 kind): 8.418 / 7.147, 3.408 / 2.902, the batch 2.964, record
-/// docs/results/h100/match.json; ncu: the tensor pipe 29.1% busy, issue slots 57%. The runs, and
+/// docs/results/h100/match.json; ncu: the tensor pipe 29.1% busy, issue slots 57%; with the row
+/// lists of group keys, `bash scripts/device_match.sh OUT tests bench ncu` (2026-11-28T12:04Z, an
+/// H200, the nvidia-h200 kind): 8.961 / 7.555, 3.738 / 3.116, the batch 2.961, record
+/// docs/results/h200/match.json; ncu: the tensor pipe 31.2% busy, issue slots 60%. The runs, and
 /// what was tried and not kept, in docs/tuning-log.md:
 ///  - wgmma_train_tile = 512 rows: four parts of 128 rows a tile (an m64n128k256 wgmma per 256-bit
 ///    chunk and part), the loop over them unrolled, so that the ring's bookkeeping (the wait for a
@@ -75,15 +78,21 @@ namespace multireduce::cuda::detail {
 ///    they keep four. (The next part's wgmma issued before this part's search, for this shape
 ///    only, with both of the above: the collection 6.239 / 6.227 against 6.244 / 6.240, the batch
 ///    2.572 against 2.668; not kept: H200, 2026-11-28T04:43Z.)
-///  - wgmma_fill_parts = 16 (row lists: k <= 2 up to 768 bits): a slice's first 16 parts of 128
-///    rows go into each lane's own two nearest, unscreened, merged into the row's list after them
-///    (the first fill); the screen and its slow path take the rest. In a slice's first parts a
-///    row's two nearest change so often that nearly every warp took the slow path there. Against
-///    no fill, same call (probe, H200, 2026-11-28T04:31Z, 256-row tiles), 8 / 16 / 24 parts:
-///    65,536^2 7.829 / 7.841 / 7.843 against 7.806, 10,000^2 3.228 / 3.289 / 3.293 against 3.091,
-///    the batch of 155 pairs 2.506 / 2.546 / 2.551 against 2.347, 32 x 8192^2 5.594 / 5.654 / 5.655
-///    against 5.468, the collection of 200 x 8192 5.862 / 5.895 / 5.883 against 5.688; with 512-row
-///    tiles 32 parts (04:38Z): the collection 6.254 against 6.312 / 6.265 with 16.
+///  - wgmma_fill_parts = 64 (row lists: k <= 2 up to 768 bits): a slice's first 64 parts of 128
+///    rows give every group key (a lane's 16 columns of a half) to the lanes' two least, unscreened
+///    (the first fill); the screen and its slow path take the rest. Chosen with the row lists of
+///    group keys (each part's least key a half only, the first's group's second found from the rows
+///    at the slice's end), against the lists that looked for each part's second least key, same
+///    call (probe, H200, the nvidia-h200 kind, 2026-11-28T11:43Z), 64 / 128 / all parts against the
+///    old lists with 16: 65,536^2 9.062 / 9.114 / 8.793 and 7.649 / 7.633 / 7.494 T/s against 8.373
+///    and 7.106, 10,000^2 3.734 / 3.756 / 3.743 and 3.094 / 3.100 / 3.097 against 3.415 and 2.934,
+///    the probe's batch of 155 pairs 2.724 / 2.752 / 2.736 against 2.686, 32 x 8192^2 7.164 / 7.117
+///    / 7.177 against 5.977, a collection of 200 x 8192 7.377 / 7.384 / 7.499 against 6.287 (64
+///    again: 8.997, 7.564, 3.734, 3.070, 2.729, 7.097, 7.472 against the old's 8.437, 7.152, 3.445,
+///    2.954, 2.701, 6.018, 6.227). 16 and 32 parts (11:35Z, those lists with the second from the
+///    tiles): 65,536^2 8.910 / 8.887, 32 x 8192^2 6.218 / 6.394, the collection 6.542 / 6.704 against
+///    64's 9.010, 6.640, 6.999. (The old lists, 2026-11-28T04:31Z, 256-row tiles, 8 / 16 / 24 parts
+///    against none: the collection of 200 x 8192 5.862 / 5.895 / 5.883 against 5.688.)
 ///  - `automatic` takes the wgmma kernel wherever it is usable: with the 2026-11-27 epilogue (measured
 ///    while the slow path still had the group-of-four mask and the slices' cost counted single
 ///    rows: both changes since made it faster) it is the faster at every size measured, 1000^2 (0.043 against 0.019 T/s), 3000^2 (0.356 / 0.205),
@@ -111,8 +120,9 @@ namespace multireduce::cuda::detail {
 ///    13 slices, the whole-wave rule's choice, 1.269; 512-bit alike), 3000^2 picks 8, the best
 ///    measured there (0.432 T/s; 5 slices 0.357) (2026-11-27, probe sweeping the slices).
 ///  - Registers: at most 128 a thread (512 threads, one block an SM): k <= 2 fits without spills
-///    (115 registers at 256 bits with 512-row tiles and the first fill, 111 for the two-warpgroup
-///    shape; 104, 110 at 512 and 768, 121 at 1024 with the per-lane lists, before them); k > 2
+///    up to 512 bits (ptxas -v for sm_90a, CUDA 13.0, 2026-11-28, the row lists of group keys: 108
+///    registers at 256 bits in both shapes, 128 at 512, and at 768 bits 128 with 88 bytes of stack;
+///    before them 115 and 111 at 256 bits, 119 at 768; 121 at 1024 with the per-lane lists); k > 2
 ///    spills (ptxas -v for sm_90a, CUDA 13.0, 2026-11-27T18:33Z: 88 bytes of stack at 256 bits,
 ///    128 at 1024, unchanged by the keys; 88 and 136 before the tiling kernel, 80 and 128 before
 ///    the ring's counters). The next part's wgmma issued before the screen (its keys made, the
@@ -129,7 +139,7 @@ struct knn_tuning {
   __host__ __device__ static constexpr int wgmma_blocks_per_sm(int warpgroups) { return 4 / warpgroups; }
   static constexpr double wgmma_block_overhead_rows = 512;
   /// The parts of 128 rows at the start of a slice that the first fill takes (row lists).
-  static constexpr int wgmma_fill_parts = 16;
+  static constexpr int wgmma_fill_parts = 64;
   /// Shared-memory buffers of the wgmma kernel's ring of tiles (two blocks an SM share its 227 KB).
   __host__ __device__ static constexpr int wgmma_stages(int chunks, int warpgroups = wgmma_lone_warpgroups) {
     return warpgroups == wgmma_lone_warpgroups ? (chunks <= 2 ? 5 : chunks == 3 ? 3 : 2) : (chunks <= 1 ? 5 : chunks == 2 ? 3 : 2);
@@ -160,9 +170,10 @@ struct knn_tuning {
 ///    allocating), and the collection took 5.221 / 5.211 s against 5.194 / 5.188 with the two
 ///    pieces (H200, the nvidia-h200 kind, 2026-11-28T08:27Z, the development probe, wgmma).
 /// `automatic` takes the wgmma kernel for the searches where it is usable, as for lone searches
-/// (its two-warpgroup shape): 1000 x 8192, all pairs, 256-bit: wgmma 5.048 s, mma.sync 9.914 s;
-/// 512-bit: 5.858 s against 14.605 (an H100, the nvidia-h100-x1 kind, 2026-11-28T08:33Z, bash
-/// scripts/device_match.sh OUT match-all tests; another H100 of that kind at 04:45Z, the rows in
+/// (its two-warpgroup shape): 1000 x 8192, all pairs, 256-bit: wgmma 4.310 s, mma.sync 10.127 s;
+/// 512-bit: 5.300 s against 14.857 (an H200, the nvidia-h200 kind, 2026-11-28T11:55Z, bash
+/// scripts/device_match.sh OUT tests match-all, the row lists of group keys; before them an H100,
+/// the nvidia-h100-x1 kind, 08:33Z: 5.048 s against 9.914, 5.858 against 14.605; another H100 of that kind at 04:45Z, the rows in
 /// one piece: 5.028 s against 9.970, 5.832 against 14.617; with 256-row tiles and no first fill,
 /// the same H100 kind three hours before: 5.47 s against 9.82, 6.17 against 14.39; four
 /// warpgroups a block, the H200 the day before: 5.78 s against 10.16). Rows from pageable host

@@ -8,13 +8,16 @@
 // 16 bits with room for the column's place in the thread's words (its *key*: the value times 16
 // plus the word, up to 768 bits), so a pair of columns is one packed word, one byte-permute and
 // one multiply-add make it, and a three-way 16-bit min (VIMNMX3.U16x2) folds two words into the
-// row's least key over the lane's 32 columns of a 128-column part. Only a row whose least key beats the k-th best of its row (rare
-// once the lists fill) goes on: for k <= 2 its two least keys, which say their columns, merged over
-// the row's four lanes into a list of the row's that the four lanes keep alike; for larger k (or
-// 1024 bits, whose values leave no room for the column) a bit mask of its columns below the limit
-// and an exact insertion each into the lane's own list. For k <= 2 a slice's first 16 parts, where
-// nearly every row's list still changes, skip the screen: each lane keeps the two least keys of
-// its columns, and the row's four lanes merge theirs after them (the first fill). Either way the
+// row's least key over the lane's 32 columns of a 128-column part. For k <= 2 up to 768 bits (the
+// row lists) that least key of each half, the least of a *group* of 16 columns, is all a part
+// gives: each lane keeps its two least group keys, and at the end of the slice a row's nearest is
+// its least group key and its second the lesser of its second least group key and the second of
+// the first's group, which the row's four lanes compute from the rows themselves. A slice's
+// first 64 parts take every group key; after them only a row whose least key beats the second of
+// its row goes on (rare once the lists fill), and the row's new limit comes from its four lanes.
+// For larger k (or 1024 bits, whose values leave no room for the column) a row whose least key
+// beats the k-th best of its row gives a bit mask of its columns below the limit and an exact
+// insertion each into the lane's own list. Either way the
 // lists are the mma.sync kernel's, bit for bit.
 //
 // The kernel exists only in code built for sm_90a (CMAKE_CUDA_ARCHITECTURES 90a-real): elsewhere
@@ -48,6 +51,10 @@ __host__ __device__ inline constexpr std::uint32_t wgmma_bias(int chunks) { retu
 inline constexpr std::uint32_t wgmma_open = 0x7fff, wgmma_padding = wgmma_open;
 static_assert((2 * wgmma_bias(3) << wgmma_key_shift(3)) + 15 < wgmma_open && 2 * wgmma_bias(4) < wgmma_open &&
               wgmma_open < 0x8000);
+/// The most training rows a slice of the wgmma kernel may have: its row lists' slice keys keep a
+/// column's place in the slice in 21 bits (wgmma_rows::slice_value_shift). The plans cut longer
+/// training sets into more slices; a collection with a longer image takes mma.sync.
+inline constexpr std::int64_t wgmma_slice_rows_most = std::int64_t(1) << 21;
 
 #if defined(MULTIREDUCE_MATCH_WGMMA_BODY)
 
@@ -133,25 +140,29 @@ struct wgmma_rows {
   static constexpr std::uint32_t bias = wgmma_bias(C);
   static constexpr bool row_lists = shift != 0 && Kcap == 2;
   key_list<Kcap> best[2];  // per-lane lists
-  // Row lists: the row's two nearest as biased values (row_empty: none) and training indices. The
-  // columns come in increasing index order, so a later pair enters where its value is strictly
-  // lower, and the values alone order them.
+  // Row lists. A *group* is the 16 columns of a lane's half in one part (columns 8j + 2t + half,
+  // j = 0..15), and its least key is what the packed minimum gives for free. Each lane keeps the
+  // two least group keys it has seen, as slice keys: value << slice_value_shift | the column's
+  // place in the slice (part << 7 | column in the part), so that the keys order pairs by distance,
+  // then by index (0xffffffff: none). The row's two nearest are its least group key and the lesser
+  // of its second least group key and the second least key of the first's group: end_slice finds
+  // that one from the rows themselves, once a slice, so no part ever looks for a second least.
+  // A slice has at most wgmma_slice_rows_most rows (the place's bits).
+  static constexpr int slice_value_shift = 21;
+  static_assert(std::int64_t(1) << slice_value_shift == wgmma_slice_rows_most, "a slice's places fit the slice keys");
+  static constexpr std::uint32_t slice_place_mask = (1u << slice_value_shift) - 1u;
   static constexpr std::uint32_t row_empty = wgmma_open >> shift;  // above every real value, not the padding's
+  std::uint32_t pair_key[2][2];
+  // The row's list at the end of the slice (end_slice): values (row_empty: none) and indices.
   std::uint32_t near_value[2][2];
   std::int32_t near_index[2][2];
-  // The first fill (row lists): each lane's two least keys over its columns of the slice's first
-  // parts, as value << fill_value_shift | part << fill_part_shift | column in the part
-  // (0xffffffff: none); the part takes the bits between.
-  static constexpr int fill_part_shift = 7, fill_value_shift = 12;
-  static constexpr int fill_parts_most = 1 << (fill_value_shift - fill_part_shift);
-  std::uint32_t fill[2][2];
   std::int32_t query_popc[2];
   std::uint32_t limit[2];
 
   __device__ __forceinline__ void clear(int h) {
     best[h].clear();
+    pair_key[h][0] = pair_key[h][1] = 0xffffffffu;
     near_value[h][0] = near_value[h][1] = row_empty, near_index[h][0] = near_index[h][1] = 0;
-    fill[h][0] = fill[h][1] = 0xffffffffu;
     limit[h] = wgmma_open;
   }
   /// The row's list as whole (distance, index) keys.
@@ -195,42 +206,158 @@ struct wgmma_rows {
     return __vminu2(low, high);
   }
 
+  /// Row lists: a group's least key (key16: value << 4 | word, wgmma_key_shift 4) as a slice key,
+  /// value << slice_value_shift | word << 3 | `place` (part << 7 | 2t + half): (value << 4) x (2^17
+  /// - 8) + key16 x 8 + place, two multiply-adds.
+  __device__ __forceinline__ static std::uint32_t slice_key(std::uint32_t key16, std::uint32_t place) {
+    static_assert(slice_value_shift == 21, "value << 4 times 2^17 is value << 21");
+    return (key16 & 0xfff0u) * ((1u << 17) - 8u) + key16 * 8u + place;
+  }
+
+  /// Row lists: the two group keys of row h's part (`least`: its least key a half) into the
+  /// lane's two least; `place`: part << 7 | 2t.
+  __device__ __forceinline__ void take_groups(int h, std::uint32_t least, std::uint32_t place) {
+    const std::uint32_t low = slice_key(least & 0xffffu, place), high = slice_key(least >> 16, place + 1u);
+    merge_two_smallest(pair_key[h][0], pair_key[h][1], min(low, high), max(low, high));
+  }
+
+  /// Row lists: the row's two least group keys (the four lanes' merged, alike in the four; their
+  /// columns differ, so no key comes twice).
+  __device__ __forceinline__ void row_pair(int h, std::uint32_t& k1, std::uint32_t& k2) const {
+    k1 = pair_key[h][0], k2 = pair_key[h][1];
+    merge_two_smallest(k1, k2, __shfl_xor_sync(0xffffffffu, k1, 1), __shfl_xor_sync(0xffffffffu, k2, 1));
+    merge_two_smallest(k1, k2, __shfl_xor_sync(0xffffffffu, k1, 2), __shfl_xor_sync(0xffffffffu, k2, 2));
+  }
+
+  /// Row lists: the limit of row h, the value of its second least group key: a later column must
+  /// be strictly nearer to enter (the group keys have 2047, row_empty, for padding and none).
+  __device__ __forceinline__ void limit_from(int h, std::uint32_t k2) {
+    limit[h] = (k2 >> slice_value_shift) << shift;
+  }
+
   /// Row lists, the first fill: a slice's first parts (knn_tuning::wgmma_fill_parts), where a row's
-  /// two nearest change so often that nearly every warp would take the slow path, go unscreened
-  /// into each lane's own two least of its columns (no shuffles, no limits); end_fill merges the
-  /// four lanes' into the row's list. `part`: the part's place in the slice (below fill_parts_most).
+  /// two least group keys change so often that nearly every warp would take the slow path, give
+  /// every group key to the lanes' two least (no shuffles, no limits); end_fill then gives the rows
+  /// their limits. `part`: the part's place in the slice.
   __device__ __forceinline__ void fill_part(const std::uint32_t (&d)[64], const std::uint32_t (&pb)[16], int t,
                                             int part) {
-    const std::uint32_t part_bits = static_cast<std::uint32_t>(part) << fill_part_shift;
+    const std::uint32_t place = (static_cast<std::uint32_t>(part) << 7) | (2u * static_cast<std::uint32_t>(t));
     std::uint32_t e[2][16];
     make_keys(d, pb, e);
 #pragma unroll
+    for (int h = 0; h < 2; ++h) take_groups(h, row_least(e[h]), place);
+  }
+
+  /// Row lists: the end of the first fill: each row's limit from its four lanes' group keys.
+  __device__ __forceinline__ void end_fill() {
+#pragma unroll
     for (int h = 0; h < 2; ++h) {
-      std::uint32_t s1, s2;
-      lane_two_least(e[h], row_least(e[h]), t, s1, s2);
-      // value << 7 | column (lane_two_least) to the fill's value | part | column.
-      auto place = [&](std::uint32_t s) {
-        constexpr std::uint32_t column = (1u << fill_part_shift) - 1u, value = ~((1u << fill_value_shift) - 1u);
-        return ((s << (fill_value_shift - fill_part_shift)) & value) | part_bits | (s & column);
-      };
-      merge_two_smallest(fill[h][0], fill[h][1], place(s1), place(s2));
+      std::uint32_t k1, k2;
+      row_pair(h, k1, k2);
+      limit_from(h, k2);
     }
   }
 
-  /// Row lists: the end of the first fill. The row's two nearest of the slice's first parts (the
-  /// four lanes' fills merged; `column0`: the slice's first column) become its list and its limit.
-  __device__ __forceinline__ void end_fill(std::int32_t column0) {
+  /// A lane's quarter of a row (words [w0, w0 + 2C) of its `words`, zeros past them): whole
+  /// vectors (`Vectors`: the rows allow them; each vector then all in the row or all past it), or words.
+  template <bool Vectors>
+  __device__ __forceinline__ static void quarter_of(const std::uint32_t* row, int w0, int words, std::uint32_t (&x)[2 * C]) {
+    constexpr int vector = C % 2 == 0 ? 4 : 2;
+    if constexpr (Vectors) {
+#pragma unroll
+      for (int v = 0; v < 2 * C; v += vector) {
+        if constexpr (vector == 4) {
+          const uint4 y = w0 + v < words ? __ldg(reinterpret_cast<const uint4*>(row + w0 + v)) : make_uint4(0, 0, 0, 0);
+          x[v] = y.x, x[v + 1] = y.y, x[v + 2] = y.z, x[v + 3] = y.w;
+        } else {
+          const uint2 y = w0 + v < words ? __ldg(reinterpret_cast<const uint2*>(row + w0 + v)) : make_uint2(0, 0);
+          x[v] = y.x, x[v + 1] = y.y;
+        }
+      }
+    } else {
+#pragma unroll
+      for (int v = 0; v < 2 * C; ++v) x[v] = w0 + v < words ? __ldg(row + w0 + v) : 0u;
+    }
+  }
+
+  /// Row lists: the lane's quarter (words from w0) of the distances from `query_row` to the 16
+  /// columns 8j + (first % 8) of the first's part (`slice`: the slice's first row; a column past
+  /// its `rows` reads the first's row instead). The query's quarter first, then the columns' in
+  /// turns whose loads are in flight together (all 16 at 256 bits, 8 at 512, 4 above: registers).
+  template <bool Vectors>
+  __device__ __forceinline__ static void group_distances(const std::uint32_t* query_row, const std::uint32_t* slice,
+                                                         std::uint32_t first, std::int64_t rows, int words, int w0,
+                                                         int (&part_distance)[16]) {
+    constexpr int turn = C == 1 ? 16 : C == 2 ? 8 : 4;
+    std::uint32_t query_words[2 * C], x[turn][2 * C];
+    quarter_of<Vectors>(query_row, w0, words, query_words);
+#pragma unroll
+    for (int j0 = 0; j0 < 16; j0 += turn) {
+#pragma unroll
+      for (int j = 0; j < turn; ++j) {
+        const std::uint32_t column = (first & ~0x78u) | (static_cast<std::uint32_t>(j0 + j) << 3);
+        quarter_of<Vectors>(slice + std::int64_t(column < rows ? column : first) * words, w0, words, x[j]);
+      }
+#pragma unroll
+      for (int j = 0; j < turn; ++j) {
+        int distance = 0;
+#pragma unroll
+        for (int v = 0; v < 2 * C; ++v) distance += __popc(query_words[v] ^ x[j][v]);
+        part_distance[j0 + j] = distance;
+      }
+    }
+  }
+
+  /// Row lists: the end of a slice (rows [begin, begin + rows) of `train`, `words` words a row; its
+  /// first index `column0`): the rows' lists. Row h's nearest is its least group key; its second
+  /// the lesser of the second least group key (every group the screen left out has a least key
+  /// above it) and the second least key of the first's group, computed from the rows: each of the
+  /// row's four lanes reads a quarter of the query row and of each of the group's 16 rows (a load
+  /// of the warp touches one row a group of four lanes), and the partial distances are summed over
+  /// the four lanes. All the loads are issued before any is used: the warp waits for memory once.
+  __device__ __forceinline__ void end_slice(const std::uint32_t* query, std::int64_t queries, const std::uint32_t* train,
+                                            int words, std::int64_t row0, std::int64_t begin, std::int64_t rows,
+                                            std::int32_t column0, int t) {
+    constexpr int quarter = 2 * C, vector = C % 2 == 0 ? 4 : 2;  // a lane's words of a row; its loads
+    std::uint32_t k1[2], k2[2], first[2], second[2] = {0xffffffffu, 0xffffffffu};
+#pragma unroll
+    for (int h = 0; h < 2; ++h) row_pair(h, k1[h], k2[h]), first[h] = k1[h] & slice_place_mask;
+    // Column 8j + the first's column in its word, of each row's first's group.
+    auto column_of = [&](int h, int j) { return (first[h] & ~0x78u) | (static_cast<std::uint32_t>(j) << 3); };
+    const bool vectors = words % vector == 0 &&
+                         (reinterpret_cast<std::uintptr_t>(train) | reinterpret_cast<std::uintptr_t>(query)) % (4 * vector) == 0;
+    const int w0 = quarter * t;
+    const bool odd = (t & 1) != 0, upper = (t & 2) != 0;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      std::uint32_t f1 = fill[h][0], f2 = fill[h][1];
-      merge_two_smallest(f1, f2, __shfl_xor_sync(0xffffffffu, f1, 1), __shfl_xor_sync(0xffffffffu, f2, 1));
-      merge_two_smallest(f1, f2, __shfl_xor_sync(0xffffffffu, f1, 2), __shfl_xor_sync(0xffffffffu, f2, 2));
-      // Padding (and an empty fill) give row_empty.
-      // Below the value: part x 128 + column, the column's place in the slice.
-      constexpr std::uint32_t place = (1u << fill_value_shift) - 1u;
-      near_value[h][0] = min(f1 >> fill_value_shift, row_empty), near_value[h][1] = min(f2 >> fill_value_shift, row_empty);
-      near_index[h][0] = column0 + std::int32_t(f1 & place), near_index[h][1] = column0 + std::int32_t(f2 & place);
-      limit[h] = near_value[h][1] << shift;
+      if (rows == 0) break;  // (the block's slice, so the same in the warp; rows, so a first among them)
+      int part_distance[16];  // the lane's quarter of the distance to column j
+      const std::uint32_t* query_row = query + (row0 + 8 * h < queries ? row0 + 8 * h : queries - 1) * words;
+      if (vectors) group_distances<true>(query_row, train + begin * words, first[h], rows, words, w0, part_distance);
+      else group_distances<false>(query_row, train + begin * words, first[h], rows, words, w0, part_distance);
+      // Summed over the four lanes: lane t ends with columns j = 8 (t & 1) + 4 (t >> 1) + i.
+      int half_sum[8], sum[4];
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        half_sum[i] = (odd ? part_distance[8 + i] : part_distance[i]) +
+                      __shfl_xor_sync(0xffffffffu, odd ? part_distance[i] : part_distance[8 + i], 1);
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        sum[i] = (upper ? half_sum[4 + i] : half_sum[i]) + __shfl_xor_sync(0xffffffffu, upper ? half_sum[i] : half_sum[4 + i], 2);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const std::uint32_t column = column_of(h, 8 * (t & 1) + 4 * (t >> 1) + i);
+        const std::uint32_t key = (std::uint32_t(sum[i] - query_popc[h] + std::int32_t(bias)) << slice_value_shift) | column;
+        if (column != first[h] && column < rows) second[h] = min(second[h], key);
+      }
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      second[h] = min(second[h], __shfl_xor_sync(0xffffffffu, second[h], 1));
+      second[h] = min(second[h], __shfl_xor_sync(0xffffffffu, second[h], 2));
+      const std::uint32_t k = min(k2[h], second[h]);
+      near_value[h][0] = min(k1[h] >> slice_value_shift, row_empty), near_value[h][1] = min(k >> slice_value_shift, row_empty);
+      near_index[h][0] = column0 + std::int32_t(first[h]), near_index[h][1] = column0 + std::int32_t(k & slice_place_mask);
     }
   }
 
@@ -241,7 +368,7 @@ struct wgmma_rows {
   /// `spill`: this thread's 16 words of shared memory, 4 x 16 bytes `stride` uint4 apart (per-lane
   /// lists only).
   __device__ __forceinline__ void search_tile(const std::uint32_t (&d)[64], const std::uint32_t (&pb)[16],
-                                              std::int32_t column0, int t, uint4* spill, int stride) {
+                                              std::int32_t column0, int part, int t, uint4* spill, int stride) {
     std::uint32_t e[2][16];
     make_keys(d, pb, e);
     // Per-lane lists (1024 bits), k = 2: a list that is not full yet (the slice's first tile) would
@@ -275,16 +402,28 @@ struct wgmma_rows {
     }
     if (!__any_sync(0xffffffffu, hit[0] || hit[1])) return;
     if constexpr (row_lists) {
-      // Both rows at once where both hit (a slice's first parts): one block of code, in which the
-      // two rows' dependent chains (their shuffles above all) interleave.
+      // A row half that hits: each lane's two group keys into its two least, and the row's new
+      // limit from the four lanes'. Both halves at once where both hit (a slice's first screened
+      // parts), so that their shuffles interleave.
+      const std::uint32_t place = (static_cast<std::uint32_t>(part) << 7) | (2u * static_cast<std::uint32_t>(t));
       const bool first = __any_sync(0xffffffffu, hit[0]), second = __any_sync(0xffffffffu, hit[1]);
+      std::uint32_t k1, k2;
       if (first && second) {
-        take_least(e[0], least[0], 0, column0, t);
-        take_least(e[1], least[1], 1, column0, t);
+        take_groups(0, least[0], place);
+        take_groups(1, least[1], place);
+        std::uint32_t j1, j2;
+        row_pair(0, k1, k2);
+        row_pair(1, j1, j2);
+        limit_from(0, k2);
+        limit_from(1, j2);
       } else if (first) {
-        take_least(e[0], least[0], 0, column0, t);
+        take_groups(0, least[0], place);
+        row_pair(0, k1, k2);
+        limit_from(0, k2);
       } else {
-        take_least(e[1], least[1], 1, column0, t);
+        take_groups(1, least[1], place);
+        row_pair(1, k1, k2);
+        limit_from(1, k2);
       }
     } else {
 #pragma unroll
@@ -292,53 +431,6 @@ struct wgmma_rows {
         if (hit[h]) insert_below(e[h], h, limits[h], column0 + 2 * t, spill, stride);
       share_limits();
     }
-  }
-
-  /// The lane's two least keys of a row's part (`least`: its least key a half) as key << 3 | 2t +
-  /// half, that is value << 7 | the column in the part, into s1 <= s2.
-  __device__ __forceinline__ static void lane_two_least(const std::uint32_t (&e)[16], std::uint32_t least, int t,
-                                                        std::uint32_t& s1, std::uint32_t& s2) {
-    const std::uint32_t lane_low = 2u * static_cast<std::uint32_t>(t), lane_high = lane_low + 1u;
-    s1 = ((least & 0xffffu) << 3) | lane_low, s2 = ((least >> 16) << 3) | lane_high;
-    // The second least key a half. The keys of a half differ (each names its word), so the second
-    // is least + 1 + the least over the words of (key - least - 1) mod 2^16, in which the least
-    // itself wraps to the top: one add-and-min a word (VIADDMNMX.U16x2, four chains), where a tree
-    // of (least, second) pairs took 37 instructions. (Padding words share one key, above every
-    // real one, and wrap to it again; the packed sum at the end wraps in each half alike.)
-    const std::uint32_t minus_least = ~least;  // per half, -least - 1 mod 2^16
-    std::uint32_t over[4] = {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu};
-#pragma unroll
-    for (int j = 0; j < 16; ++j) over[j & 3] = __viaddmin_u16x2(e[j], minus_least, over[j & 3]);
-    const std::uint32_t second = __viaddmin_u16x2(__vimin3_u16x2(over[0], over[1], __vminu2(over[2], over[3])),
-                                                  least + 0x00010001u, 0xffffffffu);
-    std::uint32_t low2 = ((second & 0xffffu) << 3) | lane_low, high2 = ((second >> 16) << 3) | lane_high;
-    merge_two_smallest(s1, low2, s2, high2);  // s1 <= low2: the lane's two least
-    s2 = low2;
-  }
-
-  /// Row lists: the row's two least keys of the part (each lane's, from its two halves, merged over
-  /// the four lanes as (key << 3) + 2t + half, which orders them by distance, then column, and is
-  /// the value << 7 plus the column in the part) enter the row's list where below its limit; the
-  /// list's second is the new limit. `least`: the lane's least key a half.
-  __device__ __forceinline__ void take_least(const std::uint32_t (&e)[16], std::uint32_t least, int h,
-                                             std::int32_t column0, int t) {
-    std::uint32_t s1, s2;
-    lane_two_least(e, least, t, s1, s2);
-    merge_two_smallest(s1, s2, __shfl_xor_sync(0xffffffffu, s1, 1), __shfl_xor_sync(0xffffffffu, s2, 1));
-    merge_two_smallest(s1, s2, __shfl_xor_sync(0xffffffffu, s1, 2), __shfl_xor_sync(0xffffffffu, s2, 2));
-    // s1 < s2 enter in that order (the list's entries are earlier columns: a tie keeps them).
-    auto enter = [&](std::uint32_t key) {
-      const std::uint32_t v = key >> 7;
-      const std::int32_t index = column0 + std::int32_t(key & 127u);
-      if (v < near_value[h][1]) {
-        const bool first = v < near_value[h][0];
-        near_value[h][1] = first ? near_value[h][0] : v, near_index[h][1] = first ? near_index[h][0] : index;
-        if (first) near_value[h][0] = v, near_index[h][0] = index;
-      }
-    };
-    enter(s1);
-    enter(s2);
-    limit[h] = near_value[h][1] << shift;
   }
 
   /// Per-lane lists: inserts row h's columns below its limit (`limits`: in both halves; `column0`:
@@ -574,10 +666,11 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads(Warpgroups), k
       pb[4 * q] = v.x, pb[4 * q + 1] = v.y, pb[4 * q + 2] = v.z, pb[4 * q + 3] = v.w;
     }
   };
-  auto search = [&](std::uint32_t (&d)[64], std::uint32_t column0, int buf, int part) {
+  auto search = [&](std::uint32_t (&d)[64], std::uint32_t column0, int buf, int part, int slice_part) {
     std::uint32_t pb[16];
     part_operands(d, buf, part, pb);
-    mine.search_tile(d, pb, static_cast<std::int32_t>(column0 + part * 128), t, &spill[0][threadIdx.x], threads);
+    mine.search_tile(d, pb, static_cast<std::int32_t>(column0 + part * 128), slice_part, t, &spill[0][threadIdx.x],
+                     threads);
   };
   auto fill = [&](std::uint32_t (&d)[64], int buf, int part, int slice_part) {
     std::uint32_t pb[16];
@@ -586,7 +679,7 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads(Warpgroups), k
   };
   constexpr bool first_fill = wgmma_rows<C, Kcap>::row_lists;
   constexpr int fill_parts = knn_tuning::wgmma_fill_parts;
-  static_assert(fill_parts >= 1 && fill_parts <= wgmma_rows<C, Kcap>::fill_parts_most, "the fill keys' bits for the part");
+  static_assert(fill_parts >= 1, "the row lists' limits come from the first fill");
   // A tile at a time: its wgmma, then the search of its distances; the other warpgroups keep the
   // tensor cores busy meanwhile.
   std::uint32_t d[64];
@@ -601,7 +694,7 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads(Warpgroups), k
   // buffer, and the tile it is to hold next.
   int ticket = 0, ticket_buffer = 0, ticket_tile = 0;
   const auto slice_column0 = static_cast<std::int32_t>(column0);
-  int slice_part = 0;  // the parts searched (first fill: up to fill_parts)
+  int slice_part = 0;  // the slice's parts searched
   for (int left = static_cast<int>(end - begin); left > 0; left -= tile, column0 += tile) {
     stage_wait(full_at + 8u * static_cast<std::uint32_t>(buf), parity);
 #pragma unroll
@@ -612,11 +705,11 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads(Warpgroups), k
       if constexpr (first_fill) {
         if (slice_part < fill_parts) {
           fill(d, buf, part, slice_part);
-          if (++slice_part == fill_parts) mine.end_fill(slice_column0);
+          if (++slice_part == fill_parts) mine.end_fill();
           continue;
         }
       }
-      search(d, column0, buf, part);
+      search(d, column0, buf, part, slice_part++);
     }
     // The warp is done with the buffer (its wgmmas waited for, its popcounts read) and says so
     // (an atomic count with release and acquire: the others' reads come before the copy); the
@@ -634,9 +727,7 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads(Warpgroups), k
     ++next_tile;
     if (++buf == stages) buf = 0, parity ^= 1u;
   }
-  if constexpr (first_fill) {
-    if (slice_part < fill_parts) mine.end_fill(slice_column0);  // a slice of fill_parts parts or fewer
-  }
+  if constexpr (first_fill) mine.end_slice(p.query, p.queries, p.train, words, row0, begin, end - begin, slice_column0, t);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     if constexpr (!wgmma_rows<C, Kcap>::row_lists) mine.best[h].merge_lanes(1), mine.best[h].merge_lanes(2);
