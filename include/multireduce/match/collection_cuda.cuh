@@ -100,14 +100,17 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
   detail::knn_config kernel{};
   match_path search_path = options.path;
   check(detail::choose_knn_kernel(bytes, k, search_path, 1, kernel, true), what.c_str());
+  auto take_mma_sync = [&] {
+    search_path = match_path::tensor_core;
+    check(detail::choose_knn_kernel(bytes, k, search_path, 1, kernel, true), what.c_str());
+  };
   // An image is one slice of the wgmma kernel, whose slices have at most wgmma_slice_rows_most rows.
   if (kernel.wgmma && largest > detail::wgmma_slice_rows_most) {
     if (options.path == match_path::wgmma)
       throw std::invalid_argument(what + ": the wgmma path takes images of at most " +
                                   std::to_string(detail::wgmma_slice_rows_most) + " rows (an image has " +
                                   std::to_string(largest) + "); the tensor_core path takes any");
-    search_path = match_path::tensor_core;
-    check(detail::choose_knn_kernel(bytes, k, search_path, 1, kernel, true), what.c_str());
+    take_mma_sync();
   }
   std::vector<char> searched_image(std::size_t(c.images()), 0);
   for (const image_pair& p : pairs) {
@@ -127,8 +130,7 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
     all_bytes += image_bytes(n), largest_bytes = std::max(largest_bytes, image_bytes(n));
   // The tiles: all_bytes less the rows.
   if (on_device && kernel.wgmma && options.path == match_path::automatic && all_bytes - all_rows_bytes > for_rows) {
-    search_path = match_path::tensor_core;
-    check(detail::choose_knn_kernel(bytes, k, search_path, 1, kernel, true), what.c_str());
+    take_mma_sync();
   }
   const bool blocked = !on_device && (all_bytes > for_rows || c.total_rows() > INT32_MAX);
   const std::size_t block_bytes = std::min(for_rows / 3, std::size_t(INT32_MAX) * row_bytes);
@@ -170,16 +172,19 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
   device_buffer<std::uint8_t> resident(!on_device || kernel.wgmma ? most_buffer_bytes : 0);
   device_buffer<std::uint8_t> passing[2] = {device_buffer<std::uint8_t>(blocked ? most_buffer_bytes : 0),
                                             device_buffer<std::uint8_t>(blocked ? most_buffer_bytes : 0)};
-  // Lays block b's images (its rows at `rows`) out as tiles in `buffer`, and says where.
-  auto tile_block = [&](std::int64_t b, const std::uint8_t* rows, std::uint8_t* buffer,
-                        cudaStream_t on) -> std::uint8_t* {
+  // Lays images [first, last) of block b (the block's rows at `rows`) out as tiles in `buffer`,
+  // and says where the block's tiles are; tile_block: all of the block's images.
+  auto tile_images = [&](std::int64_t b, std::int64_t first, std::int64_t last, const std::uint8_t* rows,
+                         std::uint8_t* buffer, cudaStream_t on) -> std::uint8_t* {
     if (!kernel.wgmma) return nullptr;
-    const std::int64_t first = block_first[std::size_t(b)], images = block_first[std::size_t(b) + 1] - first;
     std::uint8_t* tiles = buffer + tiles_at(b);
     check(detail::launch_image_tiling(kernel, rows, std::int64_t(block_size(b) / row_bytes),
-                                      image_table_on_gpu.data() + 3 * first, images, largest, bytes, tiles, on),
+                                      image_table_on_gpu.data() + 3 * first, last - first, largest, bytes, tiles, on),
           what.c_str());
     return tiles;
+  };
+  auto tile_block = [&](std::int64_t b, const std::uint8_t* rows, std::uint8_t* buffer, cudaStream_t on) {
+    return tile_images(b, block_first[std::size_t(b)], block_first[std::size_t(b) + 1], rows, buffer, on);
   };
   const std::size_t rows_cap = std::size_t(round_rows);
   const std::size_t pairs_cap = std::size_t(detail::collection_tuning::round_pairs);
@@ -393,20 +398,17 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
       auto upload_images = [&](std::int64_t first, std::int64_t last, cudaEvent_t ready) {
         const std::int64_t rows = c.offsets[last] - c.offsets[first];
         if (rows > 0)
-          check(cudaMemcpyAsync(resident.data() + std::size_t(c.offsets[first] - row_i) * row_bytes,
+          check(cudaMemcpyAsync(resident.data() + std::size_t(c.offsets[first]) * row_bytes,
                                 c.rows + std::size_t(c.offsets[first]) * row_bytes, std::size_t(rows) * row_bytes,
                                 cudaMemcpyHostToDevice, uploads.get()),
                 what.c_str());
-        if (kernel.wgmma)
-          check(detail::launch_image_tiling(kernel, resident.data(), rows_i, image_table_on_gpu.data() + 3 * first,
-                                            last - first, largest, bytes, resident.data() + tiles_at(0), uploads.get()),
-                what.c_str());
+        std::uint8_t* tiles = tile_images(0, first, last, resident.data(), resident.data(), uploads.get());
         check(cudaEventRecord(ready, uploads.get()), what.c_str());
+        return tiles;
       };
-      tiles_i = kernel.wgmma ? resident.data() + tiles_at(0) : nullptr;
-      check(cudaEventRecord(block_free.get(), stream), what.c_str());
+      // (block_free, recorded above, follows whatever the caller queued on the stream.)
       check(cudaStreamWaitEvent(uploads.get(), block_free.get(), 0), what.c_str());
-      upload_images(0, split, block_ready.get());
+      tiles_i = upload_images(0, split, block_ready.get());
       for (auto& s : searching) check(cudaStreamWaitEvent(s.get(), block_ready.get(), 0), what.c_str());
       owned_event rest_ready(false);
       std::exception_ptr rest_failed;
@@ -430,8 +432,7 @@ inline void match_collection(workspace& ws, const descriptor_collection& c, std:
         queue_group(detail::block_pair_group{0, 0, std::move(later_pairs)}, base_i, first_i, rows_i, tiles_i, base_i,
                     first_i, rows_i, tiles_i);
       }
-      block_on_gpu = group.block_i;
-      continue;
+      continue;  // (the only group: a collection that fits is one block)
     }
     if (!on_device && block_on_gpu != group.block_i) {
       // The copy waits for every search that read the previous block (the rules of each round

@@ -258,6 +258,12 @@ struct wgmma_rows {
     }
   }
 
+  /// Row lists: column j (0..15) of the group of the column `first` (a place in the slice): 8j +
+  /// first % 8 of first's part.
+  __device__ __forceinline__ static std::uint32_t group_column(std::uint32_t first, int j) {
+    return (first & ~0x78u) | (static_cast<std::uint32_t>(j) << 3);
+  }
+
   /// A lane's quarter of a row (words [w0, w0 + 2C) of its `words`, zeros past them): whole
   /// vectors (`Vectors`: the rows allow them; each vector then all in the row or all past it), or words.
   template <bool Vectors>
@@ -295,7 +301,7 @@ struct wgmma_rows {
     for (int j0 = 0; j0 < 16; j0 += turn) {
 #pragma unroll
       for (int j = 0; j < turn; ++j) {
-        const std::uint32_t column = (first & ~0x78u) | (static_cast<std::uint32_t>(j0 + j) << 3);
+        const std::uint32_t column = group_column(first, j0 + j);
         quarter_of<Vectors>(slice + std::int64_t(column < rows ? column : first) * words, w0, words, x[j]);
       }
 #pragma unroll
@@ -322,8 +328,6 @@ struct wgmma_rows {
     std::uint32_t k1[2], k2[2], first[2], second[2] = {0xffffffffu, 0xffffffffu};
 #pragma unroll
     for (int h = 0; h < 2; ++h) row_pair(h, k1[h], k2[h]), first[h] = k1[h] & slice_place_mask;
-    // Column 8j + the first's column in its word, of each row's first's group.
-    auto column_of = [&](int h, int j) { return (first[h] & ~0x78u) | (static_cast<std::uint32_t>(j) << 3); };
     const bool vectors = words % vector == 0 &&
                          (reinterpret_cast<std::uintptr_t>(train) | reinterpret_cast<std::uintptr_t>(query)) % (4 * vector) == 0;
     const int w0 = quarter * t;
@@ -346,7 +350,7 @@ struct wgmma_rows {
         sum[i] = (upper ? half_sum[4 + i] : half_sum[i]) + __shfl_xor_sync(0xffffffffu, upper ? half_sum[i] : half_sum[4 + i], 2);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const std::uint32_t column = column_of(h, 8 * (t & 1) + 4 * (t >> 1) + i);
+        const std::uint32_t column = group_column(first[h], 8 * (t & 1) + 4 * (t >> 1) + i);
         const std::uint32_t key = (std::uint32_t(sum[i] - query_popc[h] + std::int32_t(bias)) << slice_value_shift) | column;
         if (column != first[h] && column < rows) second[h] = min(second[h], key);
       }
