@@ -2,28 +2,28 @@
 #include "output_file.hpp"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <charconv>
-#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <mutex>
 #include <optional>
 #include <utility>
 
 #include "command_common.hpp"
+#include "files/temporary_files.hpp"
 
 namespace multireduce::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using files::list_for_removal;
+using files::temporary_name;
+using files::unlist_for_removal;
 
 std::string errno_text(int e) { return std::strerror(e); }
 
@@ -53,75 +53,10 @@ std::string directory_of(const std::string& path) {
   return dir.empty() ? "." : dir;
 }
 
-/// A fresh name for a temporary file next to `name` in `dir`: ".NAME.tmp-PID-N".
-std::string temporary_name(const std::string& dir, const std::string& name) {
-  static std::atomic<unsigned> counter{0};
-  return (fs::path(dir) / ("." + name + ".tmp-" + std::to_string(::getpid()) + "-" +
-                           std::to_string(counter.fetch_add(1))))
-      .string();
-}
-
 /// The path under which the kernel names an open descriptor (linkat names an O_TMPFILE file by it).
 std::string descriptor_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
 
-// ---- files removed when a signal ends the process ----------------------------------------------
-// Fixed slots (nothing allocated in the handler): 0 free, 1 being written, 2 listed. The handler
-// unlinks what is listed (unlink is async-signal-safe), then raises the signal again: SA_RESETHAND
-// has put the default action back, and the signal, blocked while the handler runs, ends the process
-// as soon as it returns -- as it would have without the handler.
-struct removal_slot {
-  std::atomic<int> state{0};
-  char path[PATH_MAX] = {};
-};
-constexpr int removal_slots = 32;
-removal_slot removals[removal_slots];
-constexpr int ending_signals[] = {SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTERM, SIGXCPU, SIGXFSZ};
-
-extern "C" void on_ending_signal(int sig) {
-  const int saved_errno = errno;
-  for (const removal_slot& r : removals)
-    if (r.state.load(std::memory_order_acquire) == 2) ::unlink(r.path);
-  ::raise(sig);
-  errno = saved_errno;
-}
-
-void install_removal_handler() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    struct sigaction action {};
-    action.sa_handler = on_ending_signal;
-    action.sa_flags = SA_RESETHAND;
-    sigemptyset(&action.sa_mask);
-    for (const int s : ending_signals) sigaddset(&action.sa_mask, s);
-    for (const int s : ending_signals) {
-      struct sigaction now {};
-      if (::sigaction(s, nullptr, &now) != 0) continue;
-      // Ignored from the start (nohup, a background job): it stays ignored. A handler of someone
-      // else's (a program linking this code): theirs.
-      if ((now.sa_flags & SA_SIGINFO) != 0 || now.sa_handler != SIG_DFL) continue;
-      ::sigaction(s, &action, nullptr);
-    }
-  });
-}
-
 }  // namespace
-
-int list_for_removal(const std::string& path) {
-  if (path.empty() || path.size() >= PATH_MAX) return -1;
-  install_removal_handler();
-  for (int i = 0; i < removal_slots; ++i) {
-    int expected = 0;
-    if (!removals[i].state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) continue;
-    std::memcpy(removals[i].path, path.c_str(), path.size() + 1);
-    removals[i].state.store(2, std::memory_order_release);
-    return i;
-  }
-  return -1;
-}
-
-void unlist_for_removal(int handle) {
-  if (handle >= 0 && handle < removal_slots) removals[handle].state.store(0, std::memory_order_release);
-}
 
 output_file::output_file(std::string flag, std::string path) : flag_(std::move(flag)), path_(std::move(path)) {
   const auto fail = [&](const std::string& why) { throw command_error(flag_ + " " + path_ + ": " + why); };
@@ -196,6 +131,11 @@ output_file::output_file(std::string flag, std::string path) : flag_(std::move(f
   name_ = name;
 }
 
+bool output_file::lands_in(const std::string& dir) const {
+  struct stat st {};
+  return kind_ == kind::regular && ::stat(dir.c_str(), &st) == 0 && identity_of(st) == directory_;
+}
+
 output_file::~output_file() {
   if (kind_ == kind::descriptor) return;
   if (fd_ >= 0) ::close(fd_);
@@ -217,6 +157,7 @@ void output_file::open() {
     return;
   }
   const std::string dir = directory_of(target_);
+  files::remove_stale_temporaries(dir, name_);  // what a killed run of this output left behind
 #ifdef O_TMPFILE
   // No name at all until the commit, where the file system can: nothing to leave behind whatever
   // ends the process. linkat names it through /proc/self/fd, so that must be there too.
@@ -252,16 +193,22 @@ void output_file::write(const void* data, std::size_t bytes) {
   }
 }
 
-void output_file::commit() {
+void output_file::finish() {
   open();  // an empty output is still written
   const auto fail = [&](const std::string& why) { throw command_error(flag_ + " " + path_ + ": " + why); };
   if (kind_ == kind::descriptor) return;
   if (kind_ == kind::special) {
-    const int fd = std::exchange(fd_, -1);
-    if (::close(fd) != 0) fail("cannot close: " + errno_text(errno));
+    if (fd_ >= 0 && ::close(std::exchange(fd_, -1)) != 0) fail("cannot close: " + errno_text(errno));
     return;
   }
-  if (::fsync(fd_) != 0) fail("cannot flush: " + errno_text(errno));
+  if (!finished_ && ::fsync(fd_) != 0) fail("cannot flush: " + errno_text(errno));
+  finished_ = true;
+}
+
+void output_file::commit() {
+  finish();
+  const auto fail = [&](const std::string& why) { throw command_error(flag_ + " " + path_ + ": " + why); };
+  if (kind_ != kind::regular) return;
   // An unnamed temporary gets its hidden name now (listed for the signal handler first): rename
   // replaces the path atomically, linkat cannot.
   for (int attempt = 0; unnamed_ && temporary_.empty(); ++attempt) {

@@ -8,10 +8,11 @@
 //    failure leaves no half-written file and the old one untouched; the old file's permission bits
 //    are kept. The temporary has no name until the commit where the file system can (O_TMPFILE,
 //    named by linkat): then nothing is left behind whatever ends the process, even SIGKILL. Else it
-//    is a hidden ".NAME.tmp-PID-N" next to the path, removed if the command fails and, should
+//    is a hidden ".NAME.tmp-HOST-PID-N" next to the path, removed if the command fails and, should
 //    SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTERM, SIGXCPU or SIGXFSZ end the process, by a handler
 //    that then lets the signal end it as it would have (the exit status still names the signal);
-//    a signal the process was started ignoring stays ignored;
+//    a signal the process was started ignoring stays ignored; one that SIGKILL left is removed by
+//    the next run that writes the same output (files/temporary_files.hpp);
 //  - a symbolic link: followed, and its target written as above (the link stays a link);
 //  - "-", /dev/stdout, /dev/stderr, /dev/fd/N: that descriptor, written directly;
 //  - anything else (a device such as /dev/null, a FIFO): opened and written directly.
@@ -42,6 +43,10 @@ class output_file {
   const std::string& path() const { return path_; }
   /// Written directly: standard output, a device, a FIFO.
   bool direct() const { return kind_ != kind::regular; }
+  /// Whether it is a regular file (new or replaced) in the directory `dir`.
+  bool lands_in(const std::string& dir) const;
+  /// The name of the regular file it lands on (the last link followed); empty for other kinds.
+  const std::string& file_name() const { return name_; }
   /// The file it lands on, when there is one already (regular files, devices, descriptors).
   const npy::file_identity* identity() const { return has_identity_ ? &identity_ : nullptr; }
 
@@ -49,7 +54,11 @@ class output_file {
   void open();
   /// Appends bytes (opens first if needed).
   void write(const void* data, std::size_t bytes);
-  /// Makes it the output: flush and rename, or close.
+  /// Everything written is on disk (fsync of the temporary; a special file closed): only the
+  /// rename is left, so that a command with several outputs can fail before any of them replaces
+  /// its path.
+  void finish();
+  /// Makes it the output: finish, then rename (a regular file).
   void commit();
 
  private:
@@ -61,6 +70,7 @@ class output_file {
   std::string temporary_;    // regular: the temporary file's name while open (empty: it has none)
   int listed_ = -1;          // its place in the list the signal handler removes (-1: none)
   bool unnamed_ = false;     // regular: an O_TMPFILE temporary, named only at the commit
+  bool finished_ = false;    // regular: the temporary is flushed to disk
   unsigned keep_mode_ = 0;   // regular: permission bits of the file replaced (0: a new file)
   npy::file_identity identity_;
   bool has_identity_ = false;
@@ -87,14 +97,6 @@ void check_outputs(const std::vector<const output_file*>& outputs, const std::ve
 
 /// Writes a whole output at once: open, write, commit.
 void write_whole(output_file& out, const void* data, std::size_t bytes);
-
-// ---- files removed when a signal ends the process --------------------------------------------------
-
-/// Lists `path` for removal should SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTERM, SIGXCPU or SIGXFSZ end
-/// the process (installing the handler on first use; output_file lists its named temporaries).
-/// @return the handle for unlist_for_removal, -1 when it could not be listed (no room, a path too long).
-int list_for_removal(const std::string& path);
-void unlist_for_removal(int handle);
 
 // ---- standard output, checked ---------------------------------------------------------------------
 // Results printed to standard output fail like any other output: a full disk, a closed descriptor

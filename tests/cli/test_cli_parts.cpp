@@ -24,10 +24,12 @@
 #include "cli/format.hpp"
 #include "cli/output_file.hpp"
 #include "cli/progress.hpp"
+#include "files/temporary_files.hpp"
 
 namespace {
 
 namespace cli = multireduce::cli;
+namespace files = multireduce::files;
 namespace fs = std::filesystem;
 
 /// A fresh directory per test, removed afterwards.
@@ -224,15 +226,15 @@ TEST_F(output_files, the_signal_handler_removes_what_is_listed_and_nothing_else)
   // linkat and rename) are listed for the handler; it removes them, then the signal ends the process.
   for (const char* name : {"listed", "unlisted", "not_listed"}) std::ofstream(dir / name) << name;
   const int status = status_of_child([&] {
-    const int kept = cli::list_for_removal((dir / "unlisted").string());
-    if (cli::list_for_removal((dir / "listed").string()) < 0 || kept < 0) std::_Exit(3);
-    cli::unlist_for_removal(kept);
+    const int kept = files::list_for_removal((dir / "unlisted").string());
+    if (files::list_for_removal((dir / "listed").string()) < 0 || kept < 0) std::_Exit(3);
+    files::unlist_for_removal(kept);
     ::raise(SIGTERM);
     ::pause();
   });
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << "status " << status;
   EXPECT_EQ(listing(), (std::vector<std::string>{"not_listed", "unlisted"}));
-  EXPECT_EQ(cli::list_for_removal(std::string(5000, 'x')), -1) << "a path too long is not listed";
+  EXPECT_EQ(files::list_for_removal(std::string(5000, 'x')), -1) << "a path too long is not listed";
 }
 
 // ---- standard output, checked ----------------------------------------------------------------------
