@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,6 +31,10 @@ struct collection_matches {
   std::span<const std::int32_t> pairs;
   std::span<const std::int64_t> offsets;
   std::span<const std::int32_t> matches;
+  /// Each image's descriptor count, one per name (empty: not known). Where given, every image's
+  /// keypoints -- in an existing database or handed to a new one -- must be exactly as many: the
+  /// i-th keypoint is the i-th descriptor's, and matches index both.
+  std::span<const std::int64_t> image_rows = {};
 };
 
 /// Keypoints of one image: rows x cols float32 row-major (x, y first; cols >= 2). COLMAP reads 2,
@@ -50,25 +55,55 @@ struct new_database {
   std::vector<keypoints> image_keypoints;  ///< one per name
 };
 
-/// Writes the matches into a COLMAP database.
+/// A write into a COLMAP database that is done but not yet made: every check passed and every row
+/// written, inside a transaction (an existing database) or into a temporary file beside it (a new
+/// one). commit() makes it the database; destroyed without commit() it leaves the database as it
+/// was (ROLLBACK, the rollback journal applied before the connection closes) or no file (the
+/// temporary removed). A caller with other outputs writes them between stage_database and
+/// commit(), so that either all of them change or none does.
+class staged_database {
+ public:
+  staged_database(staged_database&&) noexcept;
+  staged_database& operator=(staged_database&&) noexcept;
+  ~staged_database();
+  /// COMMIT, or the new file renamed into place (never over a file that appeared meanwhile).
+  /// @throws std::runtime_error naming the database when it cannot be (a full disk, a lock): the
+  ///   database is then as it was, or there is none.
+  void commit();
+
+  struct state;
+
+ private:
+  explicit staged_database(std::unique_ptr<state> s);
+  std::unique_ptr<state> state_;
+  friend staged_database stage_database(const std::filesystem::path&, const collection_matches&, const new_database*);
+};
+
+/// Writes the matches into a COLMAP database, up to the commit (staged_database::commit).
 ///
 /// create == nullptr: an existing database (the usual case: images and keypoints already there),
-/// images found by name; every name must be there. Each pair's row replaces that pair's matches if
+/// images found by name; every name must be there, with a keypoints row that COLMAP can read
+/// (rows >= 0, 2, 4 or 6 columns, rows x cols float32 of data) and, where `m.image_rows` is given,
+/// as many keypoints as the image has descriptors. Each pair's row replaces that pair's matches if
 /// it had any, and the pair's verified geometry (its `two_view_geometries` row, computed from the
 /// matches replaced) is deleted, so that the next geometric verification verifies the new matches.
-/// Everything is written in one transaction (BEGIN IMMEDIATE): a failure leaves the database as it
-/// was. create != nullptr: `db` must not exist; a new database with COLMAP's schema, written to a
-/// temporary file beside it and renamed into place only when complete (never over a file that
-/// appeared meanwhile): a failure leaves no file. Image ids follow `names` (1, 2, ...).
+/// Everything is written in one transaction (BEGIN IMMEDIATE). create != nullptr: `db` must not
+/// exist; a new database with COLMAP's schema, written to a hidden temporary file beside it
+/// (".NAME.tmp-HOST-PID-N": removed should a signal end the process, and by the next new database
+/// of that name should SIGKILL have; files/temporary_files.hpp). Image ids follow `names` (1, 2, ...).
 ///
 /// @throws std::invalid_argument when `m` or `create` is malformed (sizes that disagree, an image
-///   index out of range, first >= second, a pair listed twice, duplicate names, keypoints whose
-///   values are not rows x cols).
+///   index out of range, first >= second, a pair listed twice, duplicate names, a name that is not
+///   UTF-8, keypoints whose values are not rows x cols, a keypoint that is not finite, keypoint
+///   counts that are not the image's descriptor counts).
 /// @throws std::runtime_error naming `db` when it cannot be written: missing (existing) or
-///   present (new), read-only or locked, not a COLMAP database (not SQLite, or a table or column
-///   missing), names not in it (the message lists the first ones), a keypoint index out of range
-///   of that image's keypoint rows (when the database has keypoints for the image; always, for a
-///   new database) or negative.
+///   present (new), a directory, read-only or locked, not a COLMAP database (not SQLite, or a table
+///   or column missing), names not in it (the message lists the first ones), an image without
+///   keypoints or with keypoints that do not fit its descriptors (the message names the image and
+///   both counts), a keypoint index out of range of that image's keypoint rows or negative.
+staged_database stage_database(const std::filesystem::path& db, const collection_matches& m, const new_database* create);
+
+/// stage_database, then commit(): a failure leaves the database as it was, or no file.
 void write_database(const std::filesystem::path& db, const collection_matches& m, const new_database* create);
 
 /// Writes the text `colmap matches_importer --match_type raw` reads: per pair a line

@@ -1,7 +1,5 @@
 // COLMAP's text files: the raw matches matches_importer imports, and the image pair list.
-#include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -13,6 +11,7 @@
 
 #include "colmap/colmap.hpp"
 #include "colmap/detail.hpp"
+#include "files/temporary_files.hpp"
 
 namespace multireduce::colmap {
 
@@ -21,8 +20,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::string_view whitespace = " \t\r\n\v\f";
-
-std::atomic<unsigned> temporaries{0};
 
 }  // namespace
 
@@ -54,13 +51,19 @@ std::string matches_text(const collection_matches& m) {
 
 void write_matches_text(const fs::path& file, const collection_matches& m) {
   const std::string text = matches_text(m);
-  const fs::path temporary = file.parent_path() / ("." + file.filename().string() + ".tmp-" +
-                                                   std::to_string(::getpid()) + "-" + std::to_string(temporaries++));
-  const auto fail = [&](const std::string& what) {
-    std::error_code ignored;
-    fs::remove(temporary, ignored);
-    throw std::runtime_error(file.string() + ": " + what);
-  };
+  const std::string dir = file.parent_path().empty() ? std::string(".") : file.parent_path().string();
+  const std::string temporary = files::temporary_name(dir, file.filename().string());
+  // Removed on the way out (after the rename it is gone already) and should a signal end the process.
+  struct remove_on_exit {
+    const std::string& file;
+    int listed = files::list_for_removal(file);
+    ~remove_on_exit() {
+      std::error_code ignored;
+      fs::remove(file, ignored);
+      files::unlist_for_removal(listed);
+    }
+  } cleanup{temporary};
+  const auto fail = [&](const std::string& what) { throw std::runtime_error(file.string() + ": " + what); };
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
     if (!out) fail(std::string("cannot create it: ") + std::strerror(errno));

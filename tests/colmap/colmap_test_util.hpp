@@ -30,13 +30,14 @@ struct collection {
   std::vector<std::int32_t> pairs;
   std::vector<std::int64_t> offsets{0};
   std::vector<std::int32_t> matches;
+  std::vector<std::int64_t> image_rows;  // each image's descriptor count (empty: not given)
 
   void add(std::int32_t a, std::int32_t b, const std::vector<std::array<std::int32_t, 2>>& rows) {
     pairs.insert(pairs.end(), {a, b});
     for (const auto& r : rows) matches.insert(matches.end(), {r[0], r[1], 7});
     offsets.push_back(offsets.back() + static_cast<std::int64_t>(rows.size()));
   }
-  colmap::collection_matches view() const { return {names, pairs, offsets, matches}; }
+  colmap::collection_matches view() const { return {names, pairs, offsets, matches, image_rows}; }
 };
 
 /// `images` images with random keypoint counts and, for a random half of the pairs, random matches.

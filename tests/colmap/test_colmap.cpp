@@ -2,7 +2,9 @@
 // rigs, frames, keypoints, every pair's matches under COLMAP's pair_id), an existing one by name
 // (columns swapped where the ids are reversed, replaced pairs, their geometries dropped), and every
 // failure leaving the database as it was or no file at all.
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,11 +13,13 @@
 
 #include "../common/scratch_dir.hpp"
 #include "colmap_test_util.hpp"
+#include "files/temporary_files.hpp"
 
 namespace {
 
 using namespace mr_test;
 namespace fs = std::filesystem;
+namespace files = multireduce::files;
 
 static_assert(colmap::pair_id(1, 2) == 2147483647LL + 2);
 static_assert(colmap::pair_id(2, 1) == colmap::pair_id(1, 2));
@@ -209,19 +213,18 @@ TEST_F(colmap_database, keypoint_out_of_range_rolls_back) {
   EXPECT_EQ(file_bytes(path), before);
   EXPECT_EQ(sql(path).number("SELECT count(*) FROM matches"), 0);
 
-  // An image without keypoints in the database: any index goes, but not a negative one.
-  make_colmap3_database(dir / "no_keypoints", c.names, {-1, -1, -1});
-  colmap::write_database(dir / "no_keypoints", c.view(), nullptr);
+  // A negative index.
   c.matches[0] = -3;
-  message = thrown<std::runtime_error>([&] { colmap::write_database(dir / "no_keypoints", c.view(), nullptr); });
+  message = thrown<std::runtime_error>([&] { colmap::write_database(path, c.view(), nullptr); });
   EXPECT_NE(message.find("keypoint -3 of a.jpg is negative"), std::string::npos) << message;
+  EXPECT_EQ(file_bytes(path), before);
 
   // A new database checks against the keypoints it is given, and leaves no file.
   c.matches[0] = 3;
   const colmap::new_database create{8, 8, {{{}, 0, 2}, {{}, 0, 2}, {{}, 0, 2}}};
   message = thrown<std::runtime_error>([&] { colmap::write_database(dir / "new.db", c.view(), &create); });
   EXPECT_NE(message.find("keypoint 3 of a.jpg is out of range (it has 0 keypoints)"), std::string::npos) << message;
-  EXPECT_EQ(listing(), (std::vector<std::string>{"db", "no_keypoints"}));
+  EXPECT_EQ(listing(), (std::vector<std::string>{"db"}));
 }
 
 TEST_F(colmap_database, not_a_colmap_database) {
@@ -314,6 +317,209 @@ TEST_F(colmap_database, malformed_collections) {
   const colmap::new_database create{8, 8, {{{}, 0, 2}}};
   colmap::write_database(dir / "empty.db", none.view(), &create);
   EXPECT_EQ(sql(dir / "empty.db").number("SELECT count(*) FROM images"), 1);
+}
+
+// ---- keypoints that do not fit, names COLMAP cannot read, staged writes, signals ------------------
+
+/// The collection of three images a.jpg, b.jpg, c.jpg of 4, 4 and 9 descriptors, one match a pair.
+collection three_images() {
+  collection c;
+  c.names = {"a.jpg", "b.jpg", "c.jpg"};
+  c.add(0, 1, {{3, 2}});
+  c.add(0, 2, {{0, 8}});
+  c.image_rows = {4, 4, 9};
+  return c;
+}
+
+void run_sql(const fs::path& path, const std::string& script) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* error = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, script.c_str(), nullptr, nullptr, &error), SQLITE_OK) << (error ? error : "");
+  sqlite3_free(error);
+  sqlite3_close(db);
+}
+
+TEST_F(colmap_database, keypoints_that_do_not_fit_the_descriptors_are_refused) {
+  const collection c = three_images();
+  const fs::path path = dir / "db";
+  // Each case: the keypoints table as it is made wrong, what the message says; the database unchanged.
+  for (const auto& [script, what] : std::vector<std::pair<std::string, std::string>>{
+           {"UPDATE keypoints SET rows = 5000, data = zeroblob(40000) WHERE image_id = 3",
+            "the image c.jpg has 5000 keypoints in the database and 9 descriptors in the collection"},
+           {"UPDATE keypoints SET rows = -5 WHERE image_id = 2", "the keypoints of b.jpg are not what COLMAP reads: rows -5"},
+           {"DELETE FROM keypoints WHERE image_id = 1", "the image a.jpg has no keypoints in the database"},
+           {"UPDATE keypoints SET data = zeroblob(8) WHERE image_id = 3",
+            "the keypoints of c.jpg are not what COLMAP reads: rows 9, cols 2, 8 bytes of data"},
+           {"UPDATE keypoints SET cols = 3, data = zeroblob(108) WHERE image_id = 3",
+            "the keypoints of c.jpg are not what COLMAP reads: rows 9, cols 3"}}) {
+    SCOPED_TRACE(script);
+    fs::remove(path);
+    make_colmap3_database(path, c.names, {4, 4, 9});
+    colmap::write_database(path, c.view(), nullptr);  // as made, it fits
+    run_sql(path, script);
+    const std::string before = file_bytes(path);
+    const std::string message = thrown<std::runtime_error>([&] { colmap::write_database(path, c.view(), nullptr); });
+    EXPECT_NE(message.find(what), std::string::npos) << message;
+    EXPECT_EQ(file_bytes(path), before);
+    EXPECT_EQ(listing(), std::vector<std::string>{"db"});  // no journal left
+  }
+  // Without the descriptor counts, 5000 keypoints only bound the indices.
+  fs::remove(path);
+  make_colmap3_database(path, c.names, {4, 4, 5000});
+  collection unknown = c;
+  unknown.image_rows.clear();
+  colmap::write_database(path, unknown.view(), nullptr);
+  EXPECT_NE(thrown<std::runtime_error>([&] { colmap::write_database(path, c.view(), nullptr); })
+                .find("5000 keypoints in the database and 9 descriptors"), std::string::npos);
+
+  // A new database: the keypoints given must be the descriptors' count, and finite.
+  colmap::new_database create{8, 8, {{std::vector<float>(8, 1.0f), 4, 2}, {std::vector<float>(8, 1.0f), 4, 2},
+                                     {std::vector<float>(16, 1.0f), 8, 2}}};
+  EXPECT_NE(thrown<std::invalid_argument>([&] { colmap::write_database(dir / "new.db", c.view(), &create); })
+                .find("the image c.jpg has 8 keypoints and 9 descriptors"), std::string::npos);
+  create.image_keypoints[2] = {std::vector<float>(18, 1.0f), 9, 2};
+  for (const float bad : {std::nanf(""), INFINITY, -INFINITY}) {
+    create.image_keypoints[1].values[5] = bad;
+    const std::string message =
+        thrown<std::invalid_argument>([&] { colmap::write_database(dir / "new.db", c.view(), &create); });
+    EXPECT_NE(message.find("the keypoints of b.jpg: keypoint 2 has"), std::string::npos) << message;
+    EXPECT_NE(message.find("in column 1 (positions must be finite)"), std::string::npos) << message;
+  }
+  create.image_keypoints[1].values[5] = 2.0f;
+  EXPECT_EQ(listing(), std::vector<std::string>{"db"});
+  colmap::write_database(dir / "new.db", c.view(), &create);
+  EXPECT_EQ(sql(dir / "new.db").number("SELECT count(*) FROM matches"), 2);
+}
+
+TEST_F(colmap_database, names_that_are_not_utf8_are_refused) {
+  collection c = three_images();
+  c.names[1] = std::string("b\xff\xfe.jpg");
+  const fs::path path = dir / "db";
+  make_colmap3_database(path, {"a.jpg", "c.jpg"}, {4, 9});
+  const std::string before = file_bytes(path);
+  const colmap::new_database create{8, 8, {{std::vector<float>(8), 4, 2}, {std::vector<float>(8), 4, 2},
+                                           {std::vector<float>(18), 9, 2}}};
+  for (const colmap::new_database* how : {static_cast<const colmap::new_database*>(nullptr), &create}) {
+    const fs::path where = how == nullptr ? path : dir / "new.db";
+    const std::string message = thrown<std::invalid_argument>([&] { colmap::write_database(where, c.view(), how); });
+    EXPECT_NE(message.find("the image name 'b\\xff\\xfe.jpg' is not UTF-8"), std::string::npos) << message;
+  }
+  for (const char* bad : {"\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x82"}) {  // overlong, surrogate, > U+10FFFF, cut short
+    c.names[1] = bad;
+    EXPECT_NE(thrown<std::invalid_argument>([&] { colmap::write_database(path, c.view(), nullptr); }), "") << bad;
+  }
+  c.names[1] = "b\xc3\xa9\xe2\x82\xac\xf0\x9f\x93\xb7.jpg";  // é € 📷: UTF-8, and not in the database
+  EXPECT_NE(thrown<std::runtime_error>([&] { colmap::write_database(path, c.view(), nullptr); })
+                .find("not in the database"), std::string::npos);
+  EXPECT_EQ(file_bytes(path), before);
+  EXPECT_EQ(listing(), std::vector<std::string>{"db"});
+}
+
+TEST_F(colmap_database, a_directory_is_no_database) {
+  const collection c = three_images();
+  fs::create_directory(dir / "sub.db");
+  EXPECT_NE(thrown<std::runtime_error>([&] { colmap::write_database(dir / "sub.db", c.view(), nullptr); })
+                .find("sub.db: is a directory"), std::string::npos);
+}
+
+TEST_F(colmap_database, a_staged_write_changes_nothing_until_its_commit) {
+  const collection c = three_images();
+  const fs::path path = dir / "db";
+  make_colmap3_database(path, c.names, {4, 4, 9});
+  const std::string before = file_bytes(path);
+  {
+    colmap::staged_database staged = colmap::stage_database(path, c.view(), nullptr);
+    // (the transaction holds the write lock: a reader sees the database as it was)
+    EXPECT_EQ(sql(path).number("SELECT count(*) FROM matches"), 0);
+  }
+  EXPECT_EQ(file_bytes(path), before);
+  EXPECT_EQ(listing(), std::vector<std::string>{"db"});
+  colmap::stage_database(path, c.view(), nullptr).commit();
+  EXPECT_EQ(sql(path).number("SELECT count(*) FROM matches"), 2);
+
+  const colmap::new_database create{8, 8, {{std::vector<float>(8), 4, 2}, {std::vector<float>(8), 4, 2},
+                                           {std::vector<float>(18), 9, 2}}};
+  {
+    colmap::staged_database staged = colmap::stage_database(dir / "new.db", c.view(), &create);
+    const auto files = listing();
+    ASSERT_EQ(files.size(), 2u);  // the database and the new one's hidden temporary
+    EXPECT_TRUE(files[0].starts_with(".new.db.tmp-")) << files[0];
+  }
+  EXPECT_EQ(listing(), std::vector<std::string>{"db"});
+  colmap::staged_database staged = colmap::stage_database(dir / "new.db", c.view(), &create);
+  write_text(dir / "new.db", "appeared meanwhile");
+  EXPECT_NE(thrown<std::runtime_error>([&] { staged.commit(); }).find("a file of that name appeared meanwhile"),
+            std::string::npos);
+  EXPECT_EQ(file_bytes(dir / "new.db"), "appeared meanwhile");
+  EXPECT_EQ(listing(), (std::vector<std::string>{"db", "new.db"}));
+}
+
+/// A process id that runs no process (a child that has exited and been waited for).
+pid_t dead_pid() {
+  const pid_t child = ::fork();
+  if (child == 0) std::_Exit(0);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return child;
+}
+
+TEST_F(colmap_database, a_new_database_removes_what_a_killed_run_left) {
+  const collection c = three_images();
+  const colmap::new_database create{8, 8, {{std::vector<float>(8), 4, 2}, {std::vector<float>(8), 4, 2},
+                                           {std::vector<float>(18), 9, 2}}};
+  // The temporaries' host tag, from one made here.
+  const std::string mine = fs::path(files::temporary_name(dir.string(), "new.db")).filename().string();
+  const std::string prefix = mine.substr(0, mine.rfind('-', mine.rfind('-') - 1) + 1);  // ".new.db.tmp-HOST-"
+  const std::string dead = prefix + std::to_string(dead_pid()) + "-0";
+  const std::string alive = prefix + std::to_string(::getppid()) + "-3";
+  for (const std::string& name : {dead, dead + "-journal", alive, std::string(".new.db.tmp-elsewhere-1-0"),
+                                  prefix + "notapid-0", std::string(".other.db") + prefix.substr(7) + "1-0"})
+    write_text(dir / name, "left");
+  colmap::write_database(dir / "new.db", c.view(), &create);
+  const auto left = listing();
+  EXPECT_EQ(std::count(left.begin(), left.end(), dead), 0) << "a dead process's temporary stays";
+  EXPECT_EQ(std::count(left.begin(), left.end(), dead + "-journal"), 0);
+  EXPECT_EQ(left.size(), 5u) << "only the dead process's files go: the live one's, another host's and other names stay";
+  EXPECT_EQ(std::count(left.begin(), left.end(), alive), 1);
+}
+
+TEST_F(colmap_database, a_signal_while_the_matches_are_written_leaves_the_database_as_it_was) {
+  // SIGTERM arrives inside a deferral (as the tool holds one around its writes): the write stops at
+  // the next pair, the transaction is rolled back, then the signal ends the process.
+  const collection c = three_images();
+  const fs::path path = dir / "db";
+  make_colmap3_database(path, c.names, {4, 4, 9});
+  const std::string before = file_bytes(path);
+  pid_t child = ::fork();
+  if (child == 0) {
+    const files::signal_deferral defer;
+    ::raise(SIGTERM);
+    if (files::deferred_signal() != SIGTERM) std::_Exit(3);
+    try {
+      colmap::stage_database(path, c.view(), nullptr).commit();
+    } catch (const std::runtime_error& e) {
+      if (std::string(e.what()).find("stopped by signal") == std::string::npos) std::_Exit(4);
+      std::_Exit(5);  // the deferral is still held: it would end the process at its end
+    }
+    std::_Exit(6);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 5) << "status " << status;
+  EXPECT_EQ(file_bytes(path), before);
+  EXPECT_EQ(listing(), std::vector<std::string>{"db"});
+  // The deferral ends: the signal ends the process.
+  child = ::fork();
+  if (child == 0) {
+    {
+      const files::signal_deferral defer;
+      ::raise(SIGTERM);
+    }
+    std::_Exit(0);
+  }
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << "status " << status;
 }
 
 }  // namespace
