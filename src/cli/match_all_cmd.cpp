@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -19,6 +20,7 @@
 
 #include "colmap/colmap.hpp"
 #include "command_common.hpp"
+#include "files/temporary_files.hpp"
 #include "match_cmd.hpp"
 #include "npy/npy.hpp"
 #include "npy/npz.hpp"
@@ -37,6 +39,26 @@ struct collection_folder {
   std::vector<fs::path> descriptors, keypoints;  // keypoints: "" where the image has none
 };
 
+/// Refuses a NAME.npy or NAME.xy.npy of the folder that is not a regular file (through its links):
+/// a FIFO or a device would hang or read without end, a dangling link names nothing -- quietly
+/// leaving the image out would match another collection than the folder shows.
+void check_collection_file(const fs::path& path) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st)) {
+    if (fs::is_symlink(fs::symlink_status(path, ec)))
+      throw command_error(fmt::format("{}: a symbolic link to nothing ({} does not exist): remove it or make it "
+                                      "name the file", path.string(), fs::read_symlink(path, ec).string()));
+    throw command_error(fmt::format("{}: cannot be read: {}", path.string(), ec ? ec.message() : "it vanished"));
+  }
+  if (!fs::is_regular_file(st)) {
+    const char* what = fs::is_directory(st) ? "a directory" : fs::is_fifo(st) ? "a FIFO" : fs::is_socket(st) ? "a socket"
+                       : fs::is_character_file(st) || fs::is_block_file(st) ? "a device" : "not a regular file";
+    throw command_error(fmt::format("{}: {}, not a .npy file: a collection folder holds one regular file per image "
+                                    "(move it out of the folder)", path.string(), what));
+  }
+}
+
 collection_folder list_folder(const std::string& folder) {
   std::error_code ec;
   if (!fs::is_directory(folder, ec))
@@ -45,8 +67,9 @@ collection_folder list_folder(const std::string& folder) {
   std::vector<std::string> names;
   for (const auto& entry : fs::directory_iterator(folder)) {
     const std::string file = entry.path().filename().string();
-    if (!file.ends_with(".npy") || file.ends_with(".xy.npy") || file.size() == 4) continue;
-    if (!entry.is_regular_file()) continue;
+    if (!file.ends_with(".npy") || file.size() == 4) continue;
+    check_collection_file(entry.path());
+    if (file.ends_with(".xy.npy")) continue;
     names.push_back(file.substr(0, file.size() - 4));
   }
   std::sort(names.begin(), names.end());
@@ -56,9 +79,21 @@ collection_folder list_folder(const std::string& folder) {
     c.names.push_back(name);
     c.descriptors.push_back(fs::path(folder) / (name + ".npy"));
     const fs::path xy = fs::path(folder) / (name + ".xy.npy");
-    c.keypoints.push_back(fs::exists(xy, ec) ? xy : fs::path());
+    c.keypoints.push_back(fs::exists(fs::symlink_status(xy, ec)) ? xy : fs::path());
   }
   return c;
+}
+
+/// A field of the CSV table as RFC 4180 writes it: quoted (quotes doubled) when it holds a comma,
+/// a quote or a line break.
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (const char c : text) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + '"';
 }
 
 /// Every image's rows in one array (all of one width), with the offsets of each image.
@@ -155,27 +190,44 @@ int match_all_body(const match_all_options& o) {
   const bool new_database = !o.image_size.empty();
   if (new_database && o.colmap_db.empty()) throw command_error("--image-size goes with --colmap-db (a new database)");
 
-  // Every output is planned before anything is read or computed.
-  std::optional<output_file> npz, text;
+  // Every output is planned before anything is read or computed, and checked against every input
+  // -- the folder's descriptor and keypoint files among them -- by what the paths name (device and
+  // inode: links and hard links included). The database is an output too: it must not be an input
+  // or another output, and it is checked for what it must be (a file that exists, or a new name).
+  std::optional<output_file> npz, text, database;
   if (!o.output.empty()) npz.emplace("-o", o.output);
   if (!o.colmap_txt.empty()) text.emplace("--colmap-txt", o.colmap_txt);
-  std::vector<const output_file*> outputs;
-  for (const auto* f : {&npz, &text})
-    if (*f) outputs.push_back(&**f);
-  check_outputs(outputs, {{"--pairs", o.pairs_file, nullptr},
-                          {"--homographies", o.homographies, nullptr},
-                          {"--colmap-db", o.colmap_db, nullptr}});
   if (!o.colmap_db.empty()) {
-    std::error_code ec;
-    if (new_database && fs::exists(o.colmap_db, ec))
+    database.emplace("--colmap-db", o.colmap_db);
+    if (database->direct())
+      throw command_error(fmt::format("--colmap-db {}: not a regular file (a COLMAP database is an SQLite file)",
+                                      o.colmap_db));
+    const bool exists = database->identity() != nullptr;
+    if (new_database && exists)
       throw command_error(fmt::format("--colmap-db {}: exists already (--image-size makes a new database; without it "
                                       "the matches go into the existing one)", o.colmap_db));
-    if (!new_database && !fs::is_regular_file(o.colmap_db, ec))
+    if (!new_database && !exists)
       throw command_error(fmt::format("--colmap-db {}: no such database (give --image-size W H to make a new one)",
                                       o.colmap_db));
   }
+  std::vector<const output_file*> outputs;
+  for (const auto* f : {&npz, &text, &database})
+    if (*f) outputs.push_back(&**f);
 
   const collection_folder folder = list_folder(o.folder);
+  std::vector<named_input> inputs = {{"--pairs", o.pairs_file, nullptr}, {"--homographies", o.homographies, nullptr}};
+  for (std::size_t n = 0; n < folder.names.size(); ++n) {
+    inputs.push_back({"the descriptors of image " + folder.names[n], folder.descriptors[n].string(), nullptr});
+    if (!folder.keypoints[n].empty())
+      inputs.push_back({"the keypoints of image " + folder.names[n], folder.keypoints[n].string(), nullptr});
+  }
+  check_outputs(outputs, inputs);
+  // A new NAME.npy in the folder would be read as an image's descriptors by the next run.
+  for (const output_file* out : outputs)
+    if (out->lands_in(o.folder) && out->file_name().ends_with(".npy"))
+      throw command_error(fmt::format("{} {}: a .npy file in the collection folder would be taken for an image's "
+                                      "descriptors by the next run: write it elsewhere", out->flag(), out->path()));
+
   const collection_rows rows = read_collection(folder);
   const std::int64_t images = std::int64_t(folder.names.size());
   std::vector<image_pair> pairs;
@@ -223,13 +275,19 @@ int match_all_body(const match_all_options& o) {
   bar.finish();
   const collection_matches found = collector.take();
 
-  // Everything that can fail on bad input happens before the first output is written; the
-  // database goes first (one transaction, or a new file renamed into place), then the files.
+  // All or nothing: everything that can fail on bad input happens before the first output is
+  // written. The database is staged (its transaction holds every row; a new one is complete in its
+  // temporary file), the files are written and flushed to their temporaries (special files and
+  // standard output directly), then the database is committed, and only then are the files renamed
+  // over their paths: a failure anywhere before leaves every output as it was.
   std::vector<std::int32_t> pair_rows;
   for (const image_pair& p : pairs) pair_rows.push_back(p.first), pair_rows.push_back(p.second);
   const std::int64_t inliers = geometry ? count_collection_inliers(h, keypoints, pairs, found, o.inlier_px) : 0;
-  const colmap::collection_matches for_colmap{folder.names, pair_rows, found.offsets,
-                                              std::span(reinterpret_cast<const std::int32_t*>(found.matches.data()), found.matches.size() * 3)};
+  std::vector<std::int64_t> image_rows(folder.names.size());
+  for (std::size_t n = 0; n < image_rows.size(); ++n) image_rows[n] = rows.offsets[n + 1] - rows.offsets[n];
+  const colmap::collection_matches for_colmap{
+      folder.names, pair_rows, found.offsets,
+      std::span(reinterpret_cast<const std::int32_t*>(found.matches.data()), found.matches.size() * 3), image_rows};
   std::vector<std::pair<output_file*, std::vector<std::byte>>> writes;
   if (npz) writes.emplace_back(&*npz, collection_npz(folder.names, pair_rows, found));
   if (text) {
@@ -237,18 +295,26 @@ int match_all_body(const match_all_options& o) {
     const auto* b = reinterpret_cast<const std::byte*>(t.data());
     writes.emplace_back(&*text, std::vector<std::byte>(b, b + t.size()));
   }
-  if (!o.colmap_db.empty()) {
+  // A signal from here on waits for a safe point -- a pair of the database, the commit, the end --
+  // where what was staged is undone (or all of it is done), then ends the process.
+  const files::signal_deferral defer;
+  std::optional<colmap::staged_database> staged;
+  if (database) {
     colmap::new_database create;
     if (new_database) create = {o.image_size[0], o.image_size[1], std::move(keypoints)};
-    colmap::write_database(o.colmap_db, for_colmap, new_database ? &create : nullptr);
+    staged.emplace(colmap::stage_database(o.colmap_db, for_colmap, new_database ? &create : nullptr));
   }
   for (auto& [file, data] : writes) file->write(data.data(), data.size());
+  for (auto& [file, data] : writes) file->finish();
+  if (const int sig = files::deferred_signal(); sig != 0)
+    throw command_error(fmt::format("stopped by signal {} before any output was changed", sig));
+  if (staged) staged->commit();
   for (auto& [file, data] : writes) file->commit();
-  if (!npz && !text && o.colmap_db.empty()) {
+  if (!npz && !text && !database) {
     std::string table = "image1,image2,matches\n";
     for (std::size_t p = 0; p < pairs.size(); ++p)
-      table += fmt::format("{},{},{}\n", folder.names[std::size_t(pairs[p].first)],
-                           folder.names[std::size_t(pairs[p].second)], found.offsets[p + 1] - found.offsets[p]);
+      table += fmt::format("{},{},{}\n", csv_field(folder.names[std::size_t(pairs[p].first)]),
+                           csv_field(folder.names[std::size_t(pairs[p].second)]), found.offsets[p + 1] - found.offsets[p]);
     print_stdout(table);
     flush_stdout();
   }
@@ -277,6 +343,9 @@ int match_all_body(const match_all_options& o) {
 
 }  // namespace
 
+/// The largest image side --image-size takes: COLMAP keeps sizes as int, and no camera is near it.
+constexpr std::int64_t max_image_side = 1 << 20;
+
 CLI::App* add_match_all_command(CLI::App& app, match_all_options& opts) {
   auto* cmd = app.add_subcommand(
       "match-all", "match every pair of a collection of images (a folder of NAME.npy descriptor files)");
@@ -301,7 +370,16 @@ CLI::App* add_match_all_command(CLI::App& app, match_all_options& opts) {
                   "W H: make --colmap-db a new database: one SIMPLE_RADIAL camera per image, the images, and the "
                   "keypoints from NAME.xy.npy")
       ->expected(2)
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            std::int64_t v = 0;
+            const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+            if (ec != std::errc() || end != value.data() + value.size() || v < 1 || v > max_image_side)
+              return fmt::format("{} is not an image side in pixels (a whole number from 1 to {})", value,
+                                 max_image_side);
+            return {};
+          },
+          "PIXELS"));
   cmd->add_option("--colmap-txt", opts.colmap_txt,
                   "write the matches as the text `colmap matches_importer --match_type raw` reads");
   auto* homographies = cmd->add_option(
@@ -323,6 +401,8 @@ CLI::App* add_match_all_command(CLI::App& app, match_all_options& opts) {
       "queries. Without an output option, prints each pair's match count as CSV. A pair listed twice in --pairs\n"
       "(either order) is matched once. COLMAP's mapper reads verified matches: after --colmap-db run\n"
       "`colmap geometric_verifier` (or matches_importer with --colmap-txt); docs/colmap.md says more.\n"
+      "No output may be an input; the outputs change together or not at all (the database is committed\n"
+      "last, the files renamed after it), and a signal while they are written undoes what was staged.\n"
       "Exit codes: 0 done, 1 bad data or options that do not fit the data, 2 usage errors.");
   return cmd;
 }
