@@ -12,15 +12,19 @@ image_size and keypoints, makes a new database with COLMAP 4.2.1's schema (a cam
 per image, as COLMAP's feature extractor writes them) in a temporary file renamed into place. A
 failure leaves the database as it was, or no file. write_matches_text writes what `colmap
 matches_importer --match_type raw` reads; read_pair_list reads COLMAP's image pair list.
-Errors: ValueError (inputs, names not in the database, keypoint indices out of range, not a COLMAP
-database), TypeError (dtypes), FileNotFoundError / FileExistsError (the database is not there /
-already there), PermissionError (read-only), sqlite3.Error (locked; the message names the database).
+Errors: ValueError (inputs, names not in the database or not UTF-8, images without keypoints or with
+keypoints that are not their descriptors' count, keypoint indices out of range, keypoints that are
+not finite, not a COLMAP database), TypeError (dtypes), FileNotFoundError / FileExistsError /
+IsADirectoryError (the database is not there / already there / a directory), PermissionError
+(read-only), sqlite3.Error (locked, a full disk; the message names the database).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import socket
 import sqlite3
 import urllib.request
 from itertools import count
@@ -38,6 +42,69 @@ MAX_IMAGES = 2147483647
 _SIMPLE_RADIAL, _CAMERA = 2, 0  # COLMAP's CameraModelId and SensorType
 _WHITESPACE = re.compile(r"[ \t\r\n\v\f]+")
 _temporaries = count()
+
+
+def _host_tag() -> str:
+    """This machine's name as temporaries carry it (other characters than letters, digits, . and _ as _)."""
+    return re.sub(r"[^A-Za-z0-9._]", "_", socket.gethostname() or "host")
+
+
+def _temporary(path: str) -> str:
+    """A hidden temporary beside path: .NAME.tmp-HOST-PID-N, the tool's naming."""
+    directory, base = os.path.split(path)
+    return os.path.join(directory, f".{base}.tmp-{_host_tag()}-{os.getpid()}-{next(_temporaries)}")
+
+
+def _remove_stale_temporaries(path: str) -> None:
+    """Removes the temporaries of path that processes of this host which no longer run left behind
+    (SIGTERM or SIGKILL while one was written), as the tool does."""
+    directory, base = os.path.split(path)
+    prefix = f".{base}.tmp-{_host_tag()}-"
+    try:
+        entries = os.listdir(directory or ".")
+    except OSError:
+        return
+    for entry in entries:
+        if not entry.startswith(prefix):
+            continue
+        rest = entry[len(prefix):]
+        rest = rest[:-len("-journal")] if rest.endswith("-journal") else rest
+        pid, _, n = rest.partition("-")
+        if not (pid.isdigit() and n.isdigit()) or int(pid) == os.getpid() or int(pid) <= 0:
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # still running
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue  # running, someone else's
+        try:
+            os.unlink(os.path.join(directory, entry))
+        except OSError:
+            pass
+
+
+def _check_names_for_database(names: Sequence[str]) -> None:
+    """COLMAP and pycolmap read a database's names as UTF-8: a name that is not (a file name of
+    other bytes, decoded by Python with surrogates) is refused."""
+    for name in names:
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = name.encode("utf-8", "surrogateescape").decode("ascii", "backslashreplace")
+            raise ValueError(f"the image name '{shown}' is not UTF-8: COLMAP and pycolmap read a database's names as "
+                             "UTF-8 and could not read this one (rename the file)") from None
+
+
+def _descriptor_counts(counts, names: Sequence[str]) -> Optional[List[int]]:
+    """descriptor_counts as a list of ints (an array per image counts its rows), or None."""
+    if counts is None:
+        return None
+    out = [int(c) if np.ndim(c) == 0 else int(np.shape(c)[0]) for c in counts]
+    if len(out) != len(names):
+        raise ValueError(f"{len(names)} images need as many descriptor counts, got {len(out)}")
+    return out
 
 
 def pair_id(id1: int, id2: int) -> int:
@@ -121,7 +188,7 @@ def _require_colmap(db: sqlite3.Connection, database) -> bool:
 def _write_pairs(db, database, names, pairs, offsets, matches, ids, keypoint_rows, forget: bool) -> None:
     """Every pair's matches, keypoint indices checked (keypoint_rows -1: unknown), columns swapped
     where the first image has the larger id; the pair's geometry dropped when `forget`."""
-    limits = np.where(np.asarray(keypoint_rows) < 0, np.iinfo(np.int64).max, keypoint_rows)
+    limits = np.asarray(keypoint_rows, np.int64)
     rows = []
     for p, (a, b) in enumerate(pairs):
         m = matches[offsets[p]:offsets[p + 1], :2]
@@ -147,7 +214,14 @@ def _keypoint_array(k, name: str) -> np.ndarray:
     if a.ndim != 2 or a.shape[1] < 2:
         raise ValueError(f"the keypoints of {name} must be (N, >= 2) (x, y first), not of shape {a.shape}")
     # COLMAP reads 2, 4 or 6 columns; of another width, x and y.
-    return np.ascontiguousarray(a if a.shape[1] in (2, 4, 6) else a[:, :2], dtype="<f4")
+    k = np.ascontiguousarray(a if a.shape[1] in (2, 4, 6) else a[:, :2], dtype="<f4")
+    bad = ~np.isfinite(k)
+    if bad.any():
+        r, c = map(int, np.argwhere(bad)[0])
+        v = float(k[r, c])
+        raise ValueError(f"the keypoints of {name}: keypoint {r} has {'NaN' if v != v else 'inf' if v > 0 else '-inf'} "
+                         f"in column {c} (positions must be finite)")
+    return k
 
 
 def _create(db, names, image_size, keypoints) -> Tuple[List[int], List[int]]:
@@ -172,17 +246,25 @@ def _create(db, names, image_size, keypoints) -> Tuple[List[int], List[int]]:
 
 
 def write_matches(database, names: Sequence[str], result, *, image_size: Optional[Tuple[int, int]] = None,
-                  keypoints: Optional[Sequence] = None) -> None:
+                  keypoints: Optional[Sequence] = None, descriptor_counts: Optional[Sequence] = None) -> None:
     """Writes match_all's result (any object with .pairs (P, 2), .offsets (P + 1,), .matches (M, 3):
     NumPy, CuPy or PyTorch arrays) into a COLMAP database, `names[i]` being image i's name there.
-    Without image_size: an existing database, images found by name, in one transaction. With
-    image_size=(W, H) and keypoints (one (N, >= 2) array per image, x and y first): a new database
-    (`database` must not exist). Image ids follow `names` (1, 2, ...) in a new database."""
+    Without image_size: an existing database, images found by name, in one transaction; every image
+    must have keypoints there that COLMAP can read. With image_size=(W, H) and keypoints (one
+    (N, >= 2) array per image, x and y first, finite): a new database (`database` must not exist).
+    descriptor_counts (one count, or the descriptor array itself, per image): each image's keypoints
+    -- in the database or given -- must be exactly as many, so that the matches index the keypoints
+    of the descriptors matched. Image ids follow `names` (1, 2, ...) in a new database."""
     names, pairs, offsets, matches = _collection(names, result)
+    _check_names_for_database(names)
+    counts = _descriptor_counts(descriptor_counts, names)
     if (image_size is None) != (keypoints is None):
         raise ValueError("a new database needs both image_size and keypoints; an existing one neither")
+    path = os.fspath(database)
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, f"{path}: is a directory, not a COLMAP database")
     if image_size is None:
-        _write_existing(database, names, pairs, offsets, matches)
+        _write_existing(path, names, pairs, offsets, matches, counts)
         return
     w, h = (int(v) for v in image_size)
     if w <= 0 or h <= 0:
@@ -190,11 +272,15 @@ def write_matches(database, names: Sequence[str], result, *, image_size: Optiona
     if len(keypoints) != len(names):
         raise ValueError(f"a new database needs keypoints for each of the {len(names)} images, got {len(keypoints)}")
     arrays = [_keypoint_array(k, name) for k, name in zip(keypoints, names)]
-    path = os.fspath(database)
+    if counts is not None:
+        for name, k, c in zip(names, arrays, counts):
+            if k.shape[0] != c:
+                raise ValueError(f"the image {name} has {k.shape[0]} keypoints and {c} descriptors: each descriptor "
+                                 "needs its keypoint")
     if os.path.lexists(path):
         raise FileExistsError(f"{path}: already exists (a new database is never written over a file)")
-    directory, base = os.path.split(path)
-    temporary = os.path.join(directory, f".{base}.tmp-{os.getpid()}-{next(_temporaries)}")
+    _remove_stale_temporaries(path)
+    temporary = _temporary(path)
     try:
         os.close(os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
     except OSError as e:
@@ -223,7 +309,7 @@ def write_matches(database, names: Sequence[str], result, *, image_size: Optiona
             os.unlink(temporary)
 
 
-def _write_existing(database, names, pairs, offsets, matches) -> None:
+def _write_existing(database, names, pairs, offsets, matches, counts) -> None:
     if not os.path.exists(database):
         raise FileNotFoundError(f"{database}: no such database (give image_size and keypoints to make one)")
     if not os.access(database, os.W_OK):
@@ -240,8 +326,24 @@ def _write_existing(database, names, pairs, offsets, matches) -> None:
                 raise ValueError(f"{database}: {len(absent)} of the {len(names)} images are not in the database "
                                  f"({listed}); COLMAP names an image by its path relative to the image folder")
             ids = [by_name[n] for n in names]
-            counts = dict(db.execute("SELECT image_id, rows FROM keypoints"))
-            _write_pairs(db, database, names, pairs, offsets, matches, ids, [counts.get(i, -1) for i in ids], forget)
+            found = {i: (r, c, b) for i, r, c, b in
+                     db.execute("SELECT image_id, rows, cols, ifnull(length(data), 0) FROM keypoints")}
+            rows = []
+            for n, (name, i) in enumerate(zip(names, ids)):
+                if i not in found:
+                    raise ValueError(f"{database}: the image {name} has no keypoints in the database: COLMAP would "
+                                     "index keypoints that do not exist (run COLMAP's feature extractor, or make a "
+                                     "new database with image_size and keypoints)")
+                r, c, b = found[i]
+                if r < 0 or c not in (2, 4, 6) or b != r * c * 4:
+                    raise ValueError(f"{database}: the keypoints of {name} are not what COLMAP reads: rows {r}, cols "
+                                     f"{c}, {b} bytes of data (rows >= 0, 2, 4 or 6 columns of float32)")
+                if counts is not None and r != counts[n]:
+                    raise ValueError(f"{database}: the image {name} has {r} keypoints in the database and {counts[n]} "
+                                     "descriptors in the collection: the descriptors are not those of the database's "
+                                     "keypoints, so the matches would index other keypoints")
+                rows.append(r)
+            _write_pairs(db, database, names, pairs, offsets, matches, ids, rows, forget)
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
@@ -296,8 +398,8 @@ def write_matches_text(path, names: Sequence[str], result) -> None:
             raise ValueError(f"the image name '{name}' {'is empty' if not name else 'holds whitespace'}: COLMAP's "
                              "text files cannot name it (it reads names up to a space)")
     path = os.fspath(path)
-    directory, base = os.path.split(path)
-    temporary = os.path.join(directory, f".{base}.tmp-{os.getpid()}-{next(_temporaries)}")
+    _remove_stale_temporaries(path)
+    temporary = _temporary(path)
     try:
         try:
             out = open(temporary, "w", encoding="utf-8", newline="\n")

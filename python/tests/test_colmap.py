@@ -322,3 +322,100 @@ def test_cli_database_is_colmaps(tmp_path):
     (tmp_path / "sparse").mkdir()
     reconstructions = pycolmap.incremental_mapping(str(db), str(tmp_path), str(tmp_path / "sparse"))
     assert max(r.num_reg_images() for r in reconstructions.values()) == len(names)
+
+
+# ---- keypoints that do not fit, names SQLite readers cannot decode, what a killed writer leaves ---
+
+
+@pytest.mark.parametrize("script, message", [
+    ("UPDATE keypoints SET rows = 5000, data = zeroblob(40000) WHERE image_id = 3",
+     "the image c.jpg has 5000 keypoints in the database and 9 descriptors in the collection"),
+    ("UPDATE keypoints SET rows = -5 WHERE image_id = 2", "the keypoints of b.jpg are not what COLMAP reads: rows -5"),
+    ("DELETE FROM keypoints WHERE image_id = 1", "the image a.jpg has no keypoints in the database"),
+    ("UPDATE keypoints SET data = zeroblob(8) WHERE image_id = 3", "rows 9, cols 2, 8 bytes of data"),
+], ids=["count", "negative", "absent", "data"])
+def test_keypoints_that_do_not_fit_the_descriptors(tmp_path, script, message):
+    names, res = ["a.jpg", "b.jpg", "c.jpg"], result([(0, 1), (0, 2)], [[(3, 2)], [(0, 8)]])
+    db = colmap3_database(tmp_path / "db", names, [4, 4, 9])
+    counts = [np.zeros((4, 32), np.uint8), 4, 9]  # the descriptors themselves, or their counts
+    colmap.write_matches(db, names, res, descriptor_counts=counts)  # as made, it fits
+    with closing(sqlite3.connect(db)) as c, c:
+        c.execute(script)
+    before = db.read_bytes()
+    with pytest.raises(ValueError, match=message):
+        colmap.write_matches(db, names, res, descriptor_counts=counts)
+    assert db.read_bytes() == before and sorted(os.listdir(tmp_path)) == ["db"]
+
+
+def test_new_database_keypoints_must_be_finite_and_the_descriptors_count(tmp_path):
+    names, res = ["a.jpg", "b.jpg"], result([(0, 1)], [[(0, 1)]])
+    keypoints = [np.ones((2, 2), np.float32), np.ones((3, 6), np.float32)]
+    with pytest.raises(ValueError, match="the image b.jpg has 3 keypoints and 4 descriptors"):
+        colmap.write_matches(tmp_path / "new.db", names, res, image_size=(8, 8), keypoints=keypoints,
+                             descriptor_counts=[2, 4])
+    for bad, shown in ((np.nan, "NaN"), (np.inf, "inf"), (-np.inf, "-inf")):
+        keypoints[1][2, 4] = bad
+        with pytest.raises(ValueError, match=f"the keypoints of b.jpg: keypoint 2 has {shown} in column 4"):
+            colmap.write_matches(tmp_path / "new.db", names, res, image_size=(8, 8), keypoints=keypoints)
+    keypoints[1][2, 4] = 0.5
+    assert os.listdir(tmp_path) == []
+    colmap.write_matches(tmp_path / "new.db", names, res, image_size=(8, 8), keypoints=keypoints,
+                         descriptor_counts=[2, 3])
+    assert colmap.read_keypoints(tmp_path / "new.db")["b.jpg"][2, 4] == 0.5
+
+
+def test_names_that_are_not_utf8_and_directories_are_refused(tmp_path):
+    name = os.fsdecode(b"caf\xe9.jpg")  # a Latin-1 file name as Python lists it
+    res = result([(0, 1)], [[(0, 0)]])
+    with pytest.raises(ValueError, match=r"the image name 'caf\\xe9.jpg' is not UTF-8"):
+        colmap.write_matches(tmp_path / "new.db", ["a.jpg", name], res, image_size=(8, 8),
+                             keypoints=[np.ones((1, 2))] * 2)
+    db = colmap3_database(tmp_path / "db", ["a.jpg", "b.jpg"], [1, 1])
+    with pytest.raises(ValueError, match="is not UTF-8"):
+        colmap.write_matches(db, ["a.jpg", name], res)
+    (tmp_path / "dir.db").mkdir()
+    with pytest.raises(IsADirectoryError, match="dir.db: is a directory"):
+        colmap.write_matches(tmp_path / "dir.db", ["a.jpg", "b.jpg"], res)
+    assert sorted(os.listdir(tmp_path)) == ["db", "dir.db"]
+
+
+def _write_new_database_then_wait(path):
+    """A child's code: a new database whose keypoints take a while to write (SQLite busy), killed midway."""
+    return (
+        "import sys, numpy as np, types\n"
+        "from multireduce import colmap\n"
+        "n = 200\n"
+        "res = types.SimpleNamespace(pairs=np.array([(i, i + 1) for i in range(n - 1)]), offsets=np.arange(n) * 2000,\n"
+        "                            matches=np.zeros((2000 * (n - 1), 3), np.int64))\n"
+        "print('ready', flush=True)\n"
+        f"colmap.write_matches({str(path)!r}, [f'i{{k}}' for k in range(n)], res, image_size=(8, 8),\n"
+        "                     keypoints=[np.ones((20000, 6), np.float32)] * n)\n"
+    )
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGKILL"])
+def test_a_killed_writer_leaves_nothing_the_next_one_keeps(tmp_path, sig):
+    # SIGINT is KeyboardInterrupt: the temporary goes at once. SIGTERM and SIGKILL end Python with
+    # no clean-up: the next new database of that name removes the dead process's temporary.
+    import signal
+    import sys
+    import time
+    path = tmp_path / "new.db"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    child = subprocess.Popen([sys.executable, "-c", _write_new_database_then_wait(path)], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert child.stdout.readline().strip() == b"ready"
+    deadline = time.monotonic() + 60
+    while not [n for n in os.listdir(tmp_path) if n.startswith(".new.db.tmp-")] and time.monotonic() < deadline:
+        time.sleep(0.005)
+    time.sleep(0.05)
+    child.send_signal(getattr(signal, sig))
+    child.communicate(timeout=60)
+    left = os.listdir(tmp_path)
+    if sig == "SIGINT":
+        assert left == [], left
+    else:  # the temporary, with no database
+        assert len(left) == 1 and left[0].startswith(".new.db.tmp-"), left
+    res = result([(0, 1)], [[(0, 0)]])
+    colmap.write_matches(path, ["a", "b"], res, image_size=(8, 8), keypoints=[np.ones((1, 2))] * 2)
+    assert os.listdir(tmp_path) == ["new.db"]
