@@ -22,15 +22,15 @@
 // rank's computation where the one-process call's van Herk / Gil-Werman blocks start (a multiple
 // of W), reading up to W - 1 elements before and after the shard from other ranks.
 //
-// Errors: every call first all-gathers a header per rank (the call, types, operator, W, k,
-// granule, length, what the rank found wrong with its own arguments); every rank checks the table
+// Errors: every call first all-gathers a header per rank (the call, types, the init's bytes,
+// operator, W, k, granule, length, what the rank found wrong with its own arguments); every rank checks the table
 // the same way and throws std::invalid_argument with the same message on every rank, so no rank is
 // left waiting. MPI errors throw std::runtime_error with MPI's error string where the
 // communicator returns errors (MPI_ERRORS_RETURN; with the default handler MPI aborts). Failures
 // after the check (out of memory) are local to a rank. Inputs are only read.
 //
 // Performance notes:
-// - Every call: one all-gather of 104-byte headers, one of the partials (a value per chunk of
+// - Every call: one all-gather of 120-byte headers, one of the partials (a value per chunk of
 //   2^16 elements, or one per rank for argmin/argmax), and where shards do not start on granule
 //   boundaries one of min(n, G - 1) elements per rank. The chunk folds run on all cores (OpenMP).
 // - A rank whose windows or granules need other ranks' elements copies its range into one buffer.
@@ -229,13 +229,14 @@ struct owned_range {
 /// @param granule (options) a positive multiple of cpu::chunk_elements; the result does not depend on it.
 /// @return the reduction (init for N == 0), the same on every rank.
 /// @throws std::invalid_argument on every rank when any rank's arguments are wrong or the ranks
-///         disagree (element type, init type, operator, granule); std::runtime_error on MPI errors.
+///         disagree (element type, init type or value, operator, granule); std::runtime_error on MPI errors.
 template <class T, class Op, class Acc>
 Acc reduce(MPI_Comm comm, const T* shard, std::int64_t n, Op op, Acc init, const options& opt = {}) {
   MULTIREDUCE_CPU_CHECK_OPERATOR(Op, Acc);
   static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_copyable_v<Acc> && std::is_default_constructible_v<Acc>,
                 "multireduce::mpi::reduce: elements and the accumulator travel as bytes (trivially copyable)");
   auto h = ranks::make_header<T, Acc>(ranks::job::reduce, n, ranks::operator_fingerprint<Op>());
+  ranks::set_init(h, init);
   detail::check_shard(h, shard, n);
   detail::check_granule(h, opt.granule);
   detail::session s(comm, "multireduce::mpi::reduce", h);
@@ -306,7 +307,7 @@ std::int64_t window_reduce(MPI_Comm comm, const T* shard, std::int64_t n, std::i
   MULTIREDUCE_CPU_CHECK_OPERATOR(Op, Acc);
   static_assert(std::is_trivially_copyable_v<T>, "multireduce::mpi::window_reduce: elements travel as bytes");
   const char* function = "multireduce::mpi::window_reduce";
-  auto h = ranks::window_header<T, Acc, Op>(n, window, ranks::is_null(out));
+  auto h = ranks::window_header<T, Acc, Op>(n, window, ranks::is_null(out), init);
   detail::check_shard(h, shard, n);
   detail::session s(comm, function, h);
   for (int r = 0; r < s.l.size; ++r)

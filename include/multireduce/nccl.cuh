@@ -30,7 +30,7 @@
 // elements after it from the following ranks; integer, min/max and bitwise windows are bitwise
 // the one-GPU call's, floating-point sums/products equal within rounding.
 //
-// Errors: every call first all-gathers a 104-byte header per rank; every rank checks the table the
+// Errors: every call first all-gathers a 120-byte header per rank; every rank checks the table the
 // same way and throws std::invalid_argument with the same message, so no rank waits forever. NCCL
 // errors throw std::runtime_error with NCCL's error string, CUDA errors cuda::error (a
 // std::runtime_error). Failures after the check (out of memory) are local to a rank. Inputs are
@@ -391,6 +391,7 @@ Acc reduce(ncclComm_t comm, cudaStream_t stream, const T* shard, std::int64_t n,
   static_assert(std::is_trivially_copyable_v<Acc> && std::is_default_constructible_v<Acc>,
                 "multireduce::nccl::reduce: the accumulator travels as bytes (trivially copyable)");
   auto h = ranks::make_header<T, Acc>(ranks::job::reduce, n, ranks::operator_fingerprint<Op>());
+  ranks::set_init(h, init);
   detail::check_shard(h, shard, n);
   detail::check_granule(h, opt.granule);
   detail::session s(comm, stream, "multireduce::nccl::reduce", h);
@@ -466,7 +467,7 @@ template <class T, class Out, class Op, class Acc>
 std::int64_t window_reduce(ncclComm_t comm, cudaStream_t stream, const T* shard, std::int64_t n, std::int64_t window,
                            Out out, Op op, Acc init) {
   const char* function = "multireduce::nccl::window_reduce";
-  auto h = ranks::window_header<T, Acc, Op>(n, window, ranks::is_null(out));
+  auto h = ranks::window_header<T, Acc, Op>(n, window, ranks::is_null(out), init);
   detail::check_shard(h, shard, n);
   detail::session s(comm, stream, function, h);
   for (int r = 0; r < s.l.size; ++r)

@@ -30,8 +30,9 @@ def check_backend(backend) -> str:
 def devices_of(devices, backend: str):
     """(GPU ordinals, backend) of a devices= call: None leaves both as they are; "all" is every CUDA
     device; a list names GPUs (a number may repeat: two workers on one GPU). Host data then runs on
-    those GPUs ("auto" becomes "cuda"). ValueError for an empty list, a bad number, no GPU at all or
-    backend="cpu"; the core refuses a GPU that does not exist and a job that does not split."""
+    those GPUs ("auto" becomes "cuda"). ValueError for an empty list, a bad number (negative, past
+    int32), no GPU at all or backend="cpu"; the core refuses a GPU that does not exist and a job
+    that does not split."""
     if devices is None:
         return (), backend
     if backend == "cpu":
@@ -51,6 +52,8 @@ def devices_of(devices, backend: str):
         raise ValueError("devices is empty: name at least one GPU")
     if any(d < 0 for d in ordinals):
         raise ValueError(f"devices must be GPU numbers (0 or more), not {list(ordinals)}")
+    if any(d > INT32_MAX for d in ordinals):  # (the core takes C ints)
+        raise ValueError(f"devices must be GPU numbers from 0 to 2**31 - 1, not {list(ordinals)}")
     return ordinals, "cuda" if backend == "auto" else backend
 
 

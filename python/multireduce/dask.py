@@ -79,6 +79,24 @@ def _check_dask(x, name: str = "x"):
         raise ValueError(f"{name} has unknown chunk sizes; call {name}.compute_chunk_sizes() first")
 
 
+def _chunk_of_its_dtype(block, declared, block_info=None):
+    """A chunk as it is, once its dtype is the dask array's declared one; else TypeError naming the
+    chunk (its block index) and both dtypes."""
+    if np.dtype(block.dtype) != declared:
+        where = block_info[0]["chunk-location"] if block_info and 0 in block_info else "?"
+        raise TypeError(f"chunk {tuple(where)} of the dask array is {np.dtype(block.dtype)}, but the array's declared "
+                        f"dtype is {declared}: the chunks must have the dtype the array declares (map_blocks or "
+                        "from_delayed with another dtype= or meta=?); cast them with x.astype(...) or declare "
+                        "the dtype they have")
+    return block
+
+
+def _checked_chunks(x):
+    """x whose chunks are checked against its declared dtype where they are computed (every chunk's
+    partial relies on it: mixed dtypes would not combine)."""
+    return x.map_blocks(_chunk_of_its_dtype, declared=np.dtype(x.dtype), dtype=x.dtype, meta=x._meta)
+
+
 def _empty_like_meta(x, shape=(0,)):
     """An empty array of x's chunk framework and dtype (checks of dtypes and arguments run on it)."""
     xp = _xp(x._meta)
@@ -125,16 +143,23 @@ def _block_starts(chunks) -> List[List[int]]:
 # sum/prod/and/or/xor of integers: the result dtype's values, combined with NumPy's wrapping array
 # arithmetic (addition and multiplication modulo 2**64, the bit operators: all exact and
 # associative, so any tree gives the whole array's bits). Float sums: (s, c) float64 pairs of a
-# compensated (Neumaier) sum, rounded to the result dtype once at the end. Float products: float64.
+# compensated (Neumaier) sum, rounded to the result dtype once at the end (an infinite partial sum
+# carries no compensation: an infinity, or a sum past the dtype's range, stays inf with its sign,
+# inf + -inf and a NaN give NaN, as NumPy's sum). Float products: float64.
 # min/max/argmin/argmax: (value, global index) pairs, the better of two by value with NumPy's rules
 # (a NaN wins) and then by the lower index: the whole array's answer whatever the tree.
 
 
 def _two_sum(xp, a, b):
-    s = a + b
-    z = s - a
-    e = (a - (s - z)) + (b - z)
-    return s, e
+    """s = a + b rounded and its rounding error e (Knuth's TwoSum). Where s is an infinity (an
+    infinite part, or finite parts whose sum overflows) or a NaN, the formula's inf - inf would make
+    e a NaN: e is 0 there instead, so that s + c is s, as the plain sum would be (NaN only from a NaN
+    or inf + -inf in the data)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        s = a + b
+        z = s - a
+        e = (a - (s - z)) + (b - z)
+    return s, xp.where(xp.isfinite(e), e, 0.0)
 
 
 def _better(xp, op: str, va, ia, vb, ib):
@@ -247,7 +272,8 @@ def _finish_reduce(partial, op: str, kind: str, rdtype, framework_meta):
     """The final partial as mr.reduce's result: an array of the result dtype in the chunks' framework."""
     if kind == "fsum":
         s, c = partial
-        out = (s + c).astype(rdtype)
+        with np.errstate(over="ignore"):  # a sum past the dtype's range is inf, without a warning (as mr.reduce)
+            out = (s + c).astype(rdtype)
     elif kind == "fprod":
         out = partial.astype(rdtype)
     elif kind == "ext":
@@ -273,6 +299,7 @@ def reduce(x, op: str = "sum", axis: Optional[int] = None, *, compute: bool = Tr
     _mr_reduce(_empty_like_meta(x), op, backend=backend)  # dtype, op and backend: mr.reduce's errors
     rdtype = np.dtype(_mr_reduce(np.empty(0, x.dtype), op).dtype)
     every = _split_every(split_every)
+    x = _checked_chunks(x)
     kind = _kind(op, x.dtype)
     meta = x._meta
     if axis is None:
@@ -392,13 +419,18 @@ def _stat_merge(parts):
             continue
         na, nb = float(a["count"]), float(b["count"])
         n = na + nb
-        delta = b["mean"] - a["mean"]
-        finite = delta - delta == 0  # (False for an infinite or NaN delta)
-        s = dict(a)
-        s["count"] = a["count"] + b["count"]
-        s["sum"] = np.add(a["sum"].reshape(1), b["sum"].reshape(1)).reshape(())  # (arrays wrap silently)
-        s["mean"] = a["mean"] + delta * (nb / n) if finite else (na * a["mean"] + nb * b["mean"]) / n
-        s["m2"] = a["m2"] + b["m2"] + delta * delta * (na * nb / n) if finite else math.nan
+        with np.errstate(invalid="ignore", over="ignore"):
+            delta = b["mean"] - a["mean"]
+            # (False for an infinite or NaN delta: infinite or NaN data, a chunk whose sum overflowed,
+            # finite means whose difference leaves double's range)
+            finite = delta - delta == 0
+            s = dict(a)
+            s["count"] = a["count"] + b["count"]
+            s["sum"] = np.add(a["sum"].reshape(1), b["sum"].reshape(1)).reshape(())  # (arrays wrap silently)
+            # Not finite: the means weighted (NumPy's mean, no overflow); M2 inf for finite data, NaN
+            # where it is NaN already (data with an inf or a NaN), as the core's merge.
+            s["mean"] = a["mean"] + delta * (nb / n) if finite else a["mean"] * (na / n) + b["mean"] * (nb / n)
+            s["m2"] = a["m2"] + b["m2"] + (delta * delta * (na * nb / n) if finite else math.inf)
         s["l1"] = a["l1"] + b["l1"]
         s["sumsq"] = a["sumsq"] + b["sumsq"]
         for which in ("min", "max"):
@@ -423,6 +455,10 @@ def _stat_finish(state, dtype, meta) -> Statistics:
             if total < fits and -total < fits:
                 mean = float(np.float64(state["sum"]) / np.float64(count))
         var = state["m2"] / float(count)
+        total = float(state["sum"]) if dtype.kind == "f" else 0.0
+        if not math.isfinite(total):  # a float sum of inf or NaN: NumPy's mean sum / count, as the core's result
+            mean = total / float(count)
+            var = nan if math.isnan(mean) or math.isnan(state["m2"]) else math.inf
         std = math.sqrt(var) if not math.isnan(var) else nan
     else:
         mean = var = std = nan
@@ -454,6 +490,7 @@ def statistics(x, *, compute: bool = True, split_every: Optional[int] = None, ba
     fields within docs/dask.md's bounds. compute=False: a dask.delayed of the Statistics."""
     _check_dask(x)
     empty = _mr_statistics(_empty_like_meta(x), backend=backend)  # dtype and backend: mr.statistics' errors
+    x = _checked_chunks(x)
     meta = x._meta
     if x.size == 0:
         value = dask.delayed(_identity, pure=True)(empty)
@@ -517,6 +554,7 @@ def window_reduce(x, window: int, op: str = "sum", *, compute: bool = True, back
         result = da.from_delayed(dask.delayed(_window_block, pure=True)(_empty_like_meta(x), w, op, backend),
                                  shape=(0,), dtype=rdtype, meta=_meta(x, rdtype, 1))
         return result.compute() if compute else result
+    x = _checked_chunks(x)  # (before any rechunk: the error names the caller's chunk)
     chunks = _window_chunks(x.chunks[0], w - 1)
     if chunks != x.chunks[0]:
         x = x.rechunk({0: chunks})

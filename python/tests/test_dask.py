@@ -157,6 +157,66 @@ def test_float_sums_and_products_within_the_bound(client, rng, dtype):
             assert_reduced(got, mr.reduce(mm, op, axis), mm, op, axis)
 
 
+def assert_numpy_special(got, want, what):
+    """got is NumPy's answer where it is not finite: inf with its sign, NaN where NumPy has NaN."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, what
+    special = ~np.isfinite(want)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=what)
+    np.testing.assert_array_equal(got[special & ~np.isnan(want)], want[special & ~np.isnan(want)], err_msg=what)
+    assert np.isfinite(got[~special]).all(), what
+
+
+@pytest.mark.parametrize("dtype", ("float16", "float32", "float64"))
+def test_float_sums_of_infinities_and_overflow_are_numpys(client, rng, dtype):
+    """inf stays inf with its sign, inf + -inf and NaN give NaN, a sum past the dtype's range is inf,
+    whatever the number of chunks: the expected value is np.sum of the whole array in its dtype."""
+    big = float(np.finfo(dtype).max)
+    n = 41
+    cases = []  # (what, array, axis, chunks)
+    for what in ("inf", "-inf", "both", "nan", "overflow", "-overflow"):
+        x = rng.standard_normal(n).astype(dtype)
+        where = rng.choice(n, 3, replace=False)
+        if what in ("inf", "-inf"):
+            x[where] = float(what)
+        elif what == "both":
+            x[where[:2]], x[where[2]] = np.inf, -np.inf
+        elif what == "nan":
+            x[where[0]], x[where[1]] = np.inf, np.nan
+        else:  # finite values whose sum overflows in any order: same-signed, each past half the range
+            sign = -1.0 if what.startswith("-") else 1.0
+            x[where] = (sign * big * rng.uniform(0.6, 1.0, 3)).astype(dtype)
+        cases += [(what, x, None, chunks) for chunks in (1, 2, 5, 17, n)]  # 41 chunks to 1
+    # The reported cases, and along an axis.
+    cases.append(("[inf, 1, 2, 3]", np.array([np.inf, 1, 2, 3], dtype), None, 1))
+    cases.append(("[-inf, 1, 2, 3]", np.array([-np.inf, 1, 2, 3], dtype), None, 2))
+    cases.append(("[[inf, 1], [2, 3]]", np.array([[np.inf, 1], [2, 3]], dtype), 0, 1))
+    if dtype == "float32":
+        cases.append(("[3e38, 3e38, -3e38, 3e38]", np.array([3e38, 3e38, -3e38, 3e38], dtype), None, 2))
+    for axis in (0, 1):
+        m = rng.standard_normal((13, 11)).astype(dtype)
+        m[rng.integers(0, 13, 4), rng.integers(0, 11, 4)] = [np.inf, -np.inf, np.nan, np.inf]
+        m[:, 5] = (big * rng.uniform(0.6, 1.0, 13)).astype(dtype)  # a column and a row that overflow
+        m[7, :] = (-big * rng.uniform(0.6, 1.0, 11)).astype(dtype)
+        cases += [("a matrix", m, axis, chunks) for chunks in (1, 4, 13)]
+    lazy = [mrd.reduce(da.from_array(x, chunks=chunks), "sum", axis, compute=False, split_every=3)
+            for _, x, axis, chunks in cases]
+    for (what, x, axis, chunks), got in zip(cases, dask.compute(*lazy)):
+        label = f"{what}, {dtype}, axis {axis}, chunks of {chunks}"
+        with np.errstate(over="ignore", invalid="ignore"):
+            want = np.asarray(np.sum(x, axis=axis, dtype=dtype))
+        np.testing.assert_array_equal(mr.reduce(x, "sum", axis), want, err_msg=label)  # (mr.reduce: NumPy's)
+        got = np.asarray(got)
+        assert got.dtype == want.dtype and got.shape == want.shape, label
+        assert not np.isfinite(want).all(), label
+        special = ~np.isfinite(want)
+        np.testing.assert_array_equal(got[special], want[special], err_msg=label)  # inf with its sign; NaN as NaN
+        assert np.isfinite(got[~special]).all(), label
+        if (~special).any():  # (2-D arrays) the rest within the bound of finite sums
+            kept = np.compress(~special, x, axis=1 - axis)
+            assert_reduced(got[~special], want[~special], kept, "sum", axis)
+
+
 def test_empty_and_zero_d(client):
     for shape in ((0,), (3, 0)):
         x = np.empty(shape, np.float32)
@@ -243,6 +303,34 @@ def test_statistics_nan_and_wrapping_integer_sums(client):
     got, want = mrd.statistics(da.from_array(big, chunks=3)), mr.statistics(big)
     for name in ("count", "sum", "min", "argmin", "max", "argmax"):
         assert np.asarray(getattr(got, name)).tobytes() == np.asarray(getattr(want, name)).tobytes(), name
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_statistics_of_infinities_nan_and_overflow_are_numpys(client, dtype):
+    # Each case, in every chunking: count, sum, mean, var as NumPy's (inf with its sign, NaN only
+    # from a NaN or inf with -inf), min, max and their indices as NumPy's.
+    big = float(np.finfo(dtype).max) / 2 if dtype == np.float32 else 1e308
+    cases = {"inf": [1, np.inf, 2, 3, 4, 5], "-inf": [1, 2, -np.inf, 3, 4, 5], "both": [np.inf, 1, 2, -np.inf, 3, 4],
+             "nan": [1, 2, 3, np.nan, 4, 5], "overflow": [big, 1, 2, big, big, 3],
+             "negative overflow": [-big, -big, 1, -big, 2, 3]}
+    for label, values in cases.items():
+        x = np.array(values, dtype)
+        with np.errstate(all="ignore"):
+            sum_, mean, var = np.sum(x, dtype=np.float64), np.mean(x, dtype=np.float64), np.var(x, dtype=np.float64)
+        for chunks in (1, 2, 3, 6):
+            got = mrd.statistics(da.from_array(x, chunks=chunks))
+            where = f"{label}, chunks of {chunks}"
+            assert int(got.count) == 6, where
+            np.testing.assert_allclose(float(got.sum), sum_, rtol=1e-12, err_msg=where)
+            np.testing.assert_allclose(float(got.mean), mean, rtol=1e-12, err_msg=where)
+            np.testing.assert_allclose(float(got.var), var, rtol=1e-9, err_msg=where)
+            for name, want in (("min", np.min(x)), ("argmin", np.argmin(x)), ("max", np.max(x)),
+                               ("argmax", np.argmax(x))):
+                np.testing.assert_array_equal(np.asarray(getattr(got, name)), want, err_msg=f"{where}: {name}")
+            one = mr.statistics(x)
+            for name in ("sum", "mean", "min", "argmin", "max", "argmax"):
+                np.testing.assert_array_equal(np.asarray(getattr(got, name)), np.asarray(getattr(one, name)),
+                                              err_msg=f"{where}: {name} against mr.statistics")
 
 
 # ---- window_reduce -----------------------------------------------------------------------------------
@@ -350,6 +438,27 @@ def test_errors_are_mr_errors():
         mrd.match_all(d, pairs=[[1, 1]])
     with pytest.raises(ValueError, match="block_images"):
         mrd.match_all(d, block_images=0)
+
+
+def test_a_chunk_of_another_dtype_is_named(client):
+    """A chunk whose dtype is not the one the dask array declares: a TypeError naming the chunk and
+    both dtypes, from every function that reads chunks, not NumPy's cast error (or a silent result)."""
+    def widen_second(block, block_info=None):
+        return block.astype(np.float64) if block_info[0]["chunk-location"] == (1,) else block
+
+    x = da.from_array(np.arange(12, dtype=np.int32), chunks=4).map_blocks(widen_second, dtype=np.int32)
+    message = r"chunk \(1,\) of the dask array is float64, but the array's declared dtype is int32"
+    for call in (lambda: mrd.reduce(x, "sum"), lambda: mrd.reduce(x, "max"), lambda: mrd.statistics(x),
+                 lambda: mrd.window_reduce(x, 3, "sum")):
+        with pytest.raises(TypeError, match=message):
+            call()
+    with pytest.raises(TypeError, match=r"chunk \(0, 1\) of the dask array is float64"):
+        mrd.reduce(x[None, :], "sum", axis=1)
+    m = da.from_array(np.ones((4, 6), np.float32), chunks=(2, 3)).map_blocks(
+        lambda b, block_info=None: b.astype(np.float16) if block_info[0]["chunk-location"] == (1, 0) else b,
+        dtype=np.float32)
+    with pytest.raises(TypeError, match=r"chunk \(1, 0\) of the dask array is float16, .* declared dtype is float32"):
+        mrd.reduce(m, "sum", axis=0)
 
 
 # ---- CuPy chunks -------------------------------------------------------------------------------------

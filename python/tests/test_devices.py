@@ -26,6 +26,16 @@ def test_bad_device_lists_are_errors(devices, error):
         mr.reduce(x, "sum", devices=devices)
 
 
+@pytest.mark.parametrize("ordinal", [2**31, 2**40])
+def test_a_device_number_past_int32_is_a_value_error(ordinal):
+    x = np.arange(10, dtype=np.float32)
+    q = np.zeros((3, 32), np.uint8)
+    for call in (lambda: mr.statistics(x, devices=[ordinal]), lambda: mr.reduce(x, "sum", devices=[0, ordinal]),
+                 lambda: mr.knn_hamming(q, q, devices=[ordinal]), lambda: mr.match(q, q, devices=[ordinal])):
+        with pytest.raises(ValueError, match=rf"devices must be GPU numbers from 0 to 2\*\*31 - 1, .*{ordinal}"):
+            call()
+
+
 def test_devices_name_gpus_not_the_cpu():
     x = np.arange(10, dtype=np.float32)
     with pytest.raises(ValueError, match="devices"):

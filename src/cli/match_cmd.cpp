@@ -252,6 +252,14 @@ CLI::App* add_match_command(CLI::App& app, match_options& opts) {
       *cmd, "--inlier-px", [&opts](double v) { opts.inlier_px = v; }, "pixel tolerance of the homography check (3)",
       0, 1e9, true, "a tolerance in pixels")
       ->needs(homography);
+  // Standard input holds one stream: both sets from it is a usage error, not an empty second file.
+  cmd->parse_complete_callback([&opts] {
+    const auto standard_input = [](const std::string& path) { return path == "-" || path == "/dev/stdin"; };
+    if (standard_input(opts.query) && standard_input(opts.train))
+      throw CLI::ValidationError("train", fmt::format("standard input given twice (query {}, train {}): at most one "
+                                                      "of the two sets can come from it",
+                                                      opts.query, opts.train));
+  });
   cmd->footer(
       "Neighbours are listed by distance, ties by the lower training index (OpenCV's BFMatcher order);\n"
       "-1 fills the places past the training set's size. Without a rule every query's nearest is kept.\n"

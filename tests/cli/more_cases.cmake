@@ -53,6 +53,7 @@ multireduce_cli_case(match_keypoints_do_not_fit exit "" 0 0 1 "the query keypoin
                      match @MATCH@/astronaut_warp/query_brisk512.npy @MATCH@/astronaut_warp/train_brisk512.npy
                      --homography @MATCH@/astronaut_warp/H.npy --query-xy @MATCH@/astronaut_warp/query_orb256_xy.npy
                      --train-xy @MATCH@/astronaut_warp/train_brisk512_xy.npy -o @OUT@)
+multireduce_cli_case(match_standard_input_twice exit "" 0 0 2 "standard input given twice" match - -)
 multireduce_cli_case(match_empty_query exit "" 0 0 0 "0 matches kept of 0 queries"
                      match @MATCH@/small/query_0x32.npy @MATCH@/small/train_40x32.npy --ratio 0.7 -o @OUT@)
 multireduce_cli_case(match_one_train_passes_ratio exit "" 0 0 0 "5 matches kept of 5 queries"

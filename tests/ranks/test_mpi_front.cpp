@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -156,6 +158,77 @@ TEST(MpiFront, ArgminArgmaxFirstNaNWinsAcrossRanks) {
   }
 }
 
+/// NumPy's answer for a sum that is not finite: NaN with a NaN or both infinities in the data,
+/// else the infinity of the data or, for finite data whose sum overflows, of the overflow's sign.
+template <class T>
+T numpy_special_sum(const std::vector<T>& x, int overflow_sign) {
+  bool nan = false, plus = false, minus = false;
+  for (T v : x) {
+    nan = nan || std::isnan(v);
+    plus = plus || v == std::numeric_limits<T>::infinity();
+    minus = minus || v == -std::numeric_limits<T>::infinity();
+  }
+  if (nan || (plus && minus)) return std::numeric_limits<T>::quiet_NaN();
+  if (plus || overflow_sign > 0) return std::numeric_limits<T>::infinity();
+  return -std::numeric_limits<T>::infinity();
+}
+
+/// A sum whose answer is NumPy's non-finite one (same NaN-ness; an infinity with its sign).
+template <class T>
+bool same_special(T got, T want) {
+  return std::isnan(want) ? std::isnan(got) : got == want;
+}
+
+template <class T>
+void check_special_sums() {
+  const T inf = std::numeric_limits<T>::infinity(), big = std::numeric_limits<T>::max();
+  for (std::int64_t n : {std::int64_t(1), std::int64_t(7), std::int64_t(1000), 3 * C + 12345}) {
+    for (const char* what : {"inf", "-inf", "both", "nan", "overflow", "-overflow"}) {
+      const std::string w = what;
+      auto whole = rank_test::whole_array<T>(n, values::sum, 51 + std::uint64_t(n));
+      std::mt19937_64 rng(rank_test::base_seed() * 7919u + std::uint64_t(n) + w.size());
+      std::vector<std::size_t> at(3);
+      for (auto& a : at) a = std::size_t(rng() % std::uint64_t(n));
+      int sign = 0;
+      if (w == "inf" || w == "-inf") {
+        for (auto a : at) whole[a] = w == "inf" ? inf : -inf;
+      } else if (w == "both") {
+        whole[at[0]] = inf;
+        whole[at[1]] = -inf;  // (n = 1: the same place, -inf alone)
+      } else if (w == "nan") {
+        whole[at[0]] = inf;
+        whole[at[1]] = std::numeric_limits<T>::quiet_NaN();
+      } else {  // same-signed values past half the range, at both ends and one more: overflow in any order
+        sign = w == "overflow" ? 1 : -1;
+        if (n < 2) continue;
+        at = {0, std::size_t(n - 1), at[2]};
+        std::uniform_real_distribution<double> part(0.6, 1.0);
+        for (auto a : at) whole[a] = static_cast<T>(sign * part(rng) * double(big));
+      }
+      const T want = numpy_special_sum(whole, sign), one = mr::cpu::reduce(whole.data(), n, mr::sum{}, T(0));
+      EXPECT_TRUE(same_special(one, want)) << what << ", N = " << n << ": the one-process call gives " << one;
+      for (const plan& p : rank_test::plans(n, world_size))
+        for (std::int64_t g : {C, 2 * C}) {
+          const auto mine = shard_of(whole, p);
+          const T got = mr::mpi::reduce(MPI_COMM_WORLD, data_or_null(mine), std::int64_t(mine.size()), mr::sum{}, T(0),
+                                        mr::mpi::options{g});
+          EXPECT_TRUE(same_special(got, want) && same_bits(got, one))
+              << where(p, n, what) << ", granule " << g << ": " << got << ", NumPy " << want;
+          // statistics' sum of infinities and NaN (its float64 sum of finite float data does not overflow).
+          if (sign == 0) {
+            const auto s = mr::mpi::statistics(MPI_COMM_WORLD, data_or_null(mine), std::int64_t(mine.size()), {g});
+            EXPECT_TRUE(same_special(double(s.sum), double(want))) << where(p, n, what) << ", statistics: sum " << s.sum;
+          }
+        }
+    }
+  }
+}
+
+TEST(MpiFront, SumsOfInfinitiesNaNAndOverflowAreNumPys) {
+  check_special_sums<float>();
+  check_special_sums<double>();
+}
+
 template <class T, class Op>
 void check_windows(values kind, std::int64_t n, T init) {
   const auto whole = rank_test::whole_array<T>(n, kind, 41 + std::uint64_t(n));
@@ -280,6 +353,28 @@ TEST(MpiFrontErrors, DifferentWindowOnOneRank) {
         mr::mpi::window_reduce(MPI_COMM_WORLD, f.data(), 10, world_rank == odd_rank ? 5 : 7, out.data(), mr::sum{}, 0.0f);
       },
       "ranks disagree on the window: rank 1 passed W = 5, rank 0 W = 7");
+}
+
+TEST(MpiFrontErrors, DifferentInitOnOneRank) {
+  if (world_size < 2) GTEST_SKIP() << "needs 2 ranks";
+  std::vector<double> d(10, 1.0), out(10);
+  expect_error_everywhere(
+      [&] { mr::mpi::reduce(MPI_COMM_WORLD, d.data(), 10, mr::sum{}, world_rank == odd_rank ? 1000.0 : 0.0); },
+      "multireduce::mpi::reduce: ranks disagree on the init: rank 1 passed 1000, rank 0 0");
+  expect_error_everywhere(
+      [&] { mr::mpi::reduce(MPI_COMM_WORLD, d.data(), 10, mr::sum{}, world_rank == odd_rank ? -0.0 : 0.0); },
+      "multireduce::mpi::reduce: ranks disagree on the init: rank 1 passed -0, rank 0 0");
+  std::vector<std::int32_t> i(10, 1);
+  expect_error_everywhere(
+      [&] { mr::mpi::reduce(MPI_COMM_WORLD, i.data(), 10, mr::sum{}, std::int64_t(world_rank == odd_rank ? -5 : 0)); },
+      "multireduce::mpi::reduce: ranks disagree on the init: rank 1 passed -5, rank 0 0");
+  expect_error_everywhere(
+      [&] {
+        mr::mpi::window_reduce(MPI_COMM_WORLD, d.data(), 10, 3, out.data(), mr::sum{}, world_rank == odd_rank ? 1000.0 : 0.0);
+      },
+      "multireduce::mpi::window_reduce: ranks disagree on the init: rank 1 passed 1000, rank 0 0");
+  // The same init everywhere (not the identity) is no error.
+  EXPECT_EQ(mr::mpi::reduce(MPI_COMM_WORLD, d.data(), 10, mr::sum{}, 1000.0), 1000.0 + 10.0 * world_size);
 }
 
 TEST(MpiFrontErrors, DifferentCallOnOneRank) {

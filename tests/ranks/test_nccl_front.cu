@@ -242,6 +242,28 @@ TEST(NcclRank, MismatchedElementTypeIsAnErrorOnEveryRank) {
   EXPECT_EQ(mr::nccl::reduce(comm, stream, f.data(), 10, mr::sum{}, 0.0f), 10.0f * float(ranks_wanted));
 }
 
+TEST(NcclRank, DifferentInitIsAnErrorOnEveryRank) {
+  if (ranks_wanted < 2) GTEST_SKIP() << "needs 2 ranks";
+  const auto f = on_device(std::vector<float>(10, 1.0f));
+  mc::device_buffer<float> out(10);
+  auto error_of = [](auto call) {
+    std::string what;
+    try {
+      call();
+    } catch (const std::invalid_argument& e) {
+      what = e.what();
+    }
+    return what;
+  };
+  EXPECT_EQ(error_of([&] { mr::nccl::reduce(comm, stream, f.data(), 10, mr::sum{}, my_rank == 1 ? 1000.0f : 0.0f); }),
+            "multireduce::nccl::reduce: ranks disagree on the init: rank 1 passed 1000, rank 0 0");
+  EXPECT_EQ(error_of([&] {
+              mr::nccl::window_reduce(comm, stream, f.data(), 10, 3, out.data(), mr::sum{}, my_rank == 1 ? -0.0f : 0.0f);
+            }),
+            "multireduce::nccl::window_reduce: ranks disagree on the init: rank 1 passed -0, rank 0 0");
+  EXPECT_EQ(mr::nccl::reduce(comm, stream, f.data(), 10, mr::sum{}, 1000.0f), 1000.0f + 10.0f * float(ranks_wanted));
+}
+
 // ---- the launcher ------------------------------------------------------------------------------
 
 TEST(NcclLaunch, EveryRankPasses) {

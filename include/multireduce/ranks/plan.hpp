@@ -31,6 +31,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -149,11 +150,13 @@ struct rank_header {
   std::int32_t error;                        ///< a local_error
   std::uint32_t flags;                       ///< header_output_null, ...
   std::int64_t error_value;
+  std::uint64_t init_fingerprint;            ///< FNV-1a of the init's bytes (set_init), else 0
+  std::uint64_t init_head;                   ///< the init's first 8 bytes (zero-filled), for messages
 };
-static_assert(std::is_trivially_copyable_v<rank_header> && sizeof(rank_header) == 104,
+static_assert(std::is_trivially_copyable_v<rank_header> && sizeof(rank_header) == 120,
               "rank_header is exchanged as bytes: keep it fixed and free of padding");
 
-inline constexpr std::uint32_t header_version = 1;
+inline constexpr std::uint32_t header_version = 2;
 
 /// A zero-filled header for `j` with element type T and accumulator type Acc.
 template <class T, class Acc = T>
@@ -172,6 +175,29 @@ rank_header make_header(job j, std::int64_t n, std::uint64_t op = 0) {
   return h;
 }
 
+/// Whether an init of type Acc is compared between the ranks, byte for byte: types whose bytes are
+/// all value (arithmetic and enum types, and classes without padding as
+/// std::has_unique_object_representations tells). Others may carry padding of any content.
+template <class Acc>
+inline constexpr bool init_compared = std::is_trivially_copyable_v<Acc> &&
+                                      (std::is_arithmetic_v<Acc> || std::is_enum_v<Acc> ||
+                                       std::has_unique_object_representations_v<Acc>);
+
+/// Puts the init's bytes into the header (its fingerprint, and its first 8 bytes for the message),
+/// where init_compared<Acc>: ranks that pass different inits then fail check_headers.
+template <class Acc>
+void set_init(rank_header& h, const Acc& init) {
+  if constexpr (init_compared<Acc>) {
+    unsigned char bytes[sizeof(Acc)];
+    std::memcpy(bytes, &init, sizeof(Acc));
+    std::uint64_t f = 14695981039346656037ull;
+    for (unsigned char b : bytes) f = (f ^ b) * 1099511628211ull;
+    h.init_fingerprint = f;
+    h.init_head = 0;
+    std::memcpy(&h.init_head, bytes, std::min(sizeof(Acc), sizeof(h.init_head)));
+  }
+}
+
 /// Marks the first local error only (the one every rank will report).
 inline void set_error(rank_header& h, local_error e, std::int64_t value) {
   if (h.error != 0) return;
@@ -186,10 +212,11 @@ bool is_null(const Out& out) {
   else return false;
 }
 
-/// The header of a window_reduce call over n elements with windows of `window`.
+/// The header of a window_reduce call over n elements with windows of `window`, starting from `init`.
 template <class T, class Acc, class Op>
-rank_header window_header(std::int64_t n, std::int64_t window, bool output_null) {
+rank_header window_header(std::int64_t n, std::int64_t window, bool output_null, const Acc& init) {
   rank_header h = make_header<T, Acc>(job::window_reduce, n, operator_fingerprint<Op>());
+  set_init(h, init);
   h.window = window;
   if (window < 1) set_error(h, local_error::bad_window, window);
   if (output_null) h.flags |= header_output_null;
@@ -246,6 +273,42 @@ struct layout {
 
 namespace detail {
 inline std::string rank_name(std::size_t r) { return "rank " + std::to_string(r); }
+
+/// The init a header carries, as a number where its type is one (at most 8 bytes), else its bytes
+/// in hex (the first 8).
+inline std::string init_text(const rank_header& h) {
+  const dtype a{static_cast<dtype_kind>(h.acc_kind), h.acc_size};
+  auto as = [&](auto v) {
+    std::memcpy(&v, &h.init_head, sizeof v);
+    return v;
+  };
+  if (a.kind == dtype_kind::floating && (a.size == 4 || a.size == 8)) {
+    char text[40];
+    if (a.size == 4) std::snprintf(text, sizeof text, "%.9g", static_cast<double>(as(float{})));
+    else std::snprintf(text, sizeof text, "%.17g", as(double{}));
+    return text;
+  }
+  if (a.kind == dtype_kind::boolean) return as(bool{}) ? "true" : "false";
+  if (a.kind == dtype_kind::signed_integer || a.kind == dtype_kind::unsigned_integer) {
+    const bool sign = a.kind == dtype_kind::signed_integer;
+    switch (a.size) {
+      case 1: return sign ? std::to_string(as(std::int8_t{})) : std::to_string(as(std::uint8_t{}));
+      case 2: return sign ? std::to_string(as(std::int16_t{})) : std::to_string(as(std::uint16_t{}));
+      case 4: return sign ? std::to_string(as(std::int32_t{})) : std::to_string(as(std::uint32_t{}));
+      case 8: return sign ? std::to_string(as(std::int64_t{})) : std::to_string(as(std::uint64_t{}));
+      default: break;
+    }
+  }
+  unsigned char bytes[8];
+  std::memcpy(bytes, &h.init_head, sizeof bytes);
+  std::string out = "bytes 0x";
+  const char* digits = "0123456789abcdef";
+  for (std::uint32_t i = 0; i < std::min<std::uint32_t>(a.size, 8); ++i) {
+    out += digits[bytes[i] >> 4];
+    out += digits[bytes[i] & 15];
+  }
+  return a.size > 8 ? out + "..." : out;
+}
 inline std::string local_error_message(const rank_header& h) {
   const std::string v = std::to_string(h.error_value);
   switch (static_cast<local_error>(h.error)) {
@@ -267,8 +330,8 @@ inline std::string local_error_message(const rank_header& h) {
 
 /// Checks the table the same way on every rank and throws std::invalid_argument("function: ...")
 /// with the same message everywhere: the call, then each rank's own arguments, then agreement
-/// with rank 0 (element and accumulator types, operator, W, k, width, queries, granule), then the
-/// global length. Returns the layout.
+/// with rank 0 (element and accumulator types, the init's bytes, operator, W, k, width, queries,
+/// granule), then the global length. Returns the layout.
 inline layout check_headers(const std::vector<rank_header>& all, const std::string& function) {
   auto fail = [&](const std::string& message) { throw std::invalid_argument(function + ": " + message); };
   const rank_header& h0 = all.at(0);
@@ -292,6 +355,9 @@ inline layout check_headers(const std::vector<rank_header>& all, const std::stri
     const dtype a{static_cast<dtype_kind>(h.acc_kind), h.acc_size}, a0{static_cast<dtype_kind>(h0.acc_kind), h0.acc_size};
     if (!knn && e != e0) fail(rn + " passed " + to_string(e) + " shards, rank 0 " + to_string(e0));
     if (a != a0) fail(rn + " passed an init of " + to_string(a) + ", rank 0 " + to_string(a0));
+    if (h.init_fingerprint != h0.init_fingerprint || h.init_head != h0.init_head)
+      fail("ranks disagree on the init: " + rn + " passed " + detail::init_text(h) + ", rank 0 " +
+           detail::init_text(h0));
     if (h.op != h0.op) fail("ranks disagree on the operator (" + rn + "'s is not rank 0's)");
     if (h.window != h0.window)
       fail("ranks disagree on the window: " + rn + " passed W = " + std::to_string(h.window) + ", rank 0 W = " +
