@@ -10,6 +10,16 @@
 // S1 = sum(x - K), S2 = sum((x - K)^2) for a shift K near the data (e.g. the array's first element)
 // and turn them into a state with `from_shifted_sums`, which is exact algebra and well conditioned
 // while |mean - K| is not much larger than the standard deviation.
+//
+// Infinities, NaN and overflow follow NumPy: the sum is inf with its sign for data with an infinity
+// of one sign or a sum past double's range, NaN for a NaN or inf with -inf; the mean is sum / count
+// where the sum is not finite; var and std are NaN for data with an inf or a NaN and inf where the
+// mean or the variance leaves double's range; l1 and l2 overflow to inf. Shifted sums of doubles
+// near double's largest values can overflow where the data's sum does not (x - K, count K or
+// (x - K)^2), and count K + S1 is then inf - inf: where they are not finite (`shifted_sums_overflowed`,
+// after the hot loop) the backends add the same elements again, scaled by 2^-560 (no overflow for
+// any finite double), and take the state from `from_rescaled_sums` -- a cold path, never taken for
+// finite float64 data of moderate size, nor for other types (their doubles cannot overflow).
 #pragma once
 
 #include <cmath>
@@ -78,6 +88,46 @@ struct statistics_accumulator {
     take_max(x, index);
   }
 
+  /// Whether the shifted sums of T's values can leave double's range where the data does not: only
+  /// for types as wide as double (float, half and integer values stay far inside it).
+  static constexpr bool shifted_sums_may_overflow = !std::is_integral_v<T> && sizeof(T) >= sizeof(double);
+  /// The cold path's scale (rescale_down = 2^-560, rescale_up = 2^560): a finite double times
+  /// rescale_down is below 2^464, its square below 2^928, and sums of 2^63 of them stay finite;
+  /// powers of two scale exactly (values below 2^-462, whose part in such sums is far below their
+  /// rounding, lose bits).
+  static constexpr double rescale_down = 0x1p-560, rescale_up = 0x1p560;
+
+  /// Whether shifted sums (of a floating-point type that may overflow) cannot be trusted: the
+  /// floating-point sum count shift + s1 or s2 is not finite. Then, or for data with an inf or a
+  /// NaN (harmless: the same answer comes back), the caller adds the elements again, scaled
+  /// (`rescale_down`), and takes the state from `from_rescaled_sums`.
+  MULTIREDUCE_HOST_DEVICE static bool shifted_sums_overflowed(std::int64_t count, double shift, double s1, double s2) {
+    if constexpr (!shifted_sums_may_overflow) {
+      return false;
+    } else {
+      const double total = static_cast<double>(count) * shift + s1;
+      return !(total - total == 0 && s2 - s2 == 0);
+    }
+  }
+
+  /// The state of `count` elements from their sums scaled by rescale_down: t1 = sum(x rescale_down -
+  /// shift rescale_down), t2 = the sum of the squares of those terms. The same algebra as
+  /// from_shifted_sums, scaled back at the end: a sum or mean past double's range is inf with its
+  /// sign, M2 past it inf; an infinity or NaN in the data gives NumPy's inf or NaN sum and a NaN M2.
+  MULTIREDUCE_HOST_DEVICE static statistics_accumulator from_rescaled_sums(std::int64_t count, double shift, double t1,
+                                                                           double t2, double l1, double sum_squares,
+                                                                           T min, std::int64_t argmin, T max,
+                                                                           std::int64_t argmax) {
+    statistics_accumulator s =
+        from_shifted_sums(count, shift * rescale_down, t1, t2, 0, l1, sum_squares, min, argmin, max, argmax);
+    if (count > 0) {
+      s.sum = static_cast<sum_type>((static_cast<double>(count) * (shift * rescale_down) + t1) * rescale_up);
+      s.mean *= rescale_up;
+      s.m2 = s.m2 * rescale_up * rescale_up;
+    }
+    return s;
+  }
+
   /// The state of `count` elements from their shifted sums s1 = sum(x - shift), s2 = sum((x - shift)^2).
   MULTIREDUCE_HOST_DEVICE static statistics_accumulator from_shifted_sums(std::int64_t count, double shift, double s1,
                                                                           double s2, sum_type sum, double l1,
@@ -130,11 +180,19 @@ struct statistics_accumulator {
     const double delta = b.mean - a.mean;
     s.count = a.count + b.count;
     s.sum = wrapping_add(a.sum, b.sum);
-    // An infinite mean (infinite data) would make delta inf - inf: weight the means instead, which
-    // gives NumPy's mean (inf, or NaN for +inf with -inf); the variance is then NaN, as NumPy's.
-    const bool finite = delta - delta == 0;
-    s.mean = finite ? a.mean + delta * (nb / n) : (na * a.mean + nb * b.mean) / n;
-    s.m2 = finite ? a.m2 + b.m2 + delta * delta * (na * nb / n) : detail::limits<double>::quiet_NaN();
+    // delta is not finite for an infinite or NaN mean (data with an infinity or NaN; a result whose
+    // sum overflowed) or finite means whose difference leaves double's range: weight the means
+    // instead, which gives NumPy's mean (inf, or NaN for +inf with -inf) and cannot overflow. M2 is
+    // then inf (the variance of finite data past double's range) or NaN (data with an inf or a NaN,
+    // whose M2 is NaN already), as NumPy's variance.
+    // (A branch, not a select: on the GPU the select costs the block merges measurable time.)
+    if (delta - delta == 0) {
+      s.mean = a.mean + delta * (nb / n);
+      s.m2 = a.m2 + b.m2 + delta * delta * (na * nb / n);
+    } else {
+      s.mean = a.mean * (na / n) + b.mean * (nb / n);
+      s.m2 = a.m2 + b.m2 + detail::limits<double>::infinity();
+    }
     s.l1 = a.l1 + b.l1;
     s.sum_squares = a.sum_squares + b.sum_squares;
     s.take_min(b.min, b.argmin);
@@ -149,6 +207,15 @@ struct statistics_accumulator {
     const double nan = detail::limits<double>::quiet_NaN();
     r.mean = count > 0 ? mean_value() : nan;
     r.var = count > 0 ? m2 / static_cast<double>(count) : nan;
+    if constexpr (!std::is_integral_v<T>) {
+      // A floating-point sum that is not finite (inf with its sign, NaN): NumPy's mean is sum / count
+      // and its var NaN where the mean is NaN or the data has an inf or a NaN (M2 is NaN), inf
+      // otherwise (x - mean is infinite for every finite x).
+      if (count > 0 && !(sum - sum == 0)) {
+        r.mean = sum / static_cast<double>(count);
+        r.var = r.mean != r.mean || m2 != m2 ? nan : detail::limits<double>::infinity();
+      }
+    }
     r.std = count > 0 ? std::sqrt(r.var) : nan;
     r.min = min;
     r.argmin = argmin;

@@ -151,6 +151,62 @@ def test_statistics(rng, dtype, n):
             np.testing.assert_allclose(float(g), float(value), rtol=1e-9, atol=1e-9, err_msg=name)
 
 
+def _specials(dtype):
+    """Special values by case: infinities, NaN, and finite values of the dtype's largest size whose
+    float64 sum (float64 data) or same-dtype sum (`reduce`) overflows whatever the order of the
+    additions, or that cancel. No case mixes an overflow with an infinity of the other sign (NumPy's
+    answer there depends on its order of additions)."""
+    inf, nan = np.inf, np.nan
+    big = 1e308 if dtype == "float64" else float(np.finfo(dtype).max)
+    return {
+        "+inf": [inf], "-inf": [-inf], "+inf twice": [inf, inf], "+inf and -inf": [inf, -inf], "NaN": [nan],
+        "NaN and -inf": [-inf, nan], "+big twice": [big, big], "-big three times": [-big, -big, -big],
+        "+big twice and +inf": [big, inf, big], "+big and -big": [big, -big], "+big, -big, -inf": [big, -big, -inf],
+    }
+
+
+def _close_or_same(got, want, name, top=0.0, terms=0):
+    """got is want where want is not finite (the same infinity, or NaN); otherwise within 1e-9 of
+    it, or within the rounding of sums of `terms` terms up to `top` in size."""
+    got, want = float(got), float(want)
+    if not np.isfinite(want):
+        assert got == want or (np.isnan(got) and np.isnan(want)), (name, got, want)
+    else:
+        error = abs(got - want)
+        assert np.isfinite(got) and (error <= 1e-9 * abs(want) or error <= top * (1e-12 * terms)), (name, got, want)
+
+
+@pytest.mark.parametrize("dtype", ref.FLOAT_DTYPES)
+@pytest.mark.parametrize("n", (3, 7, 1000, 3 * 65536 + 5))
+def test_statistics_with_infinities_nan_and_overflow_as_numpy(rng, dtype, n):
+    for case, values in _specials(dtype).items():
+        x = rng.uniform(-1, 1, n).astype(dtype)
+        at = rng.choice(n, len(values), replace=False)
+        if rng.integers(3) == 0:
+            at[0] = 0  # the first element (the shifted sums' shift) special too
+        x[at] = values
+        got, want = mr.statistics(x), ref.statistics(x)
+        top = float(np.abs(x[np.isfinite(x)].astype(np.float64)).max())  # the sums' terms are up to this
+        for name in ("sum", "mean", "var", "std", "l1", "l2"):
+            terms = n if name in ("sum", "mean") else 0
+            _close_or_same(getattr(got, name), want[name], f"{case} at {sorted(at)}: {name}", top, terms)
+        for name in ("min", "max", "argmin", "argmax"):
+            np.testing.assert_array_equal(getattr(got, name), want[name], err_msg=f"{case} at {sorted(at)}: {name}")
+        with np.errstate(all="ignore"):
+            np.testing.assert_array_equal(mr.reduce(x, "sum"), np.sum(x), err_msg=f"{case} at {sorted(at)}: reduce")
+
+
+def test_statistics_of_an_overflowing_float64_sum():
+    with np.errstate(all="ignore"):
+        for x in ([1e308, 1, 2, 1e308], [-1e308, 1, 2, -1e308], [1e308, 1e308], [1e308, -1e308],
+                  [-1e308, np.inf, 1.0], [np.inf, np.inf, -np.inf]):
+            x = np.array(x)
+            s = mr.statistics(x)
+            for name, want in (("sum", np.sum(x)), ("mean", np.mean(x)), ("var", np.var(x)), ("std", np.std(x))):
+                np.testing.assert_array_equal(getattr(s, name), want, err_msg=f"{list(x)}: {name}")
+            np.testing.assert_array_equal(mr.reduce(x, "sum"), np.sum(x), err_msg=f"{list(x)}: reduce")
+
+
 @pytest.mark.parametrize("k", (1, 2, 5, 8))
 @pytest.mark.parametrize("sizes", [(0, 10), (10, 0), (1, 1), (300, 3), (257, 1000)])
 @pytest.mark.parametrize("width", (4, 32, 64))

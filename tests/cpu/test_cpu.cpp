@@ -538,13 +538,166 @@ TEST(CpuStats, EmptyNaNAndInfinity) {
   EXPECT_EQ(s.argmin, chunk + 17);
   EXPECT_EQ(s.argmax, chunk + 17);
 
-  // An infinite first element: the shift falls back to 0 and the mean stays inf. (Within one chunk:
-  // merging an infinite chunk mean with a finite one gives NaN in statistics_accumulator::merge.)
+  // An infinite first element: the shift falls back to 0 and the mean stays inf (infinities across
+  // chunks: InfinitiesNaNAndOverflowAsNumPy).
   std::vector<float> with_inf(1000, 0.5f);
   with_inf[0] = std::numeric_limits<float>::infinity();
   const auto si = cpu::statistics(with_inf.data(), 1000);
   EXPECT_TRUE(std::isinf(si.mean) && si.mean > 0) << si.mean;
   EXPECT_EQ(si.argmax, 0);
+}
+
+/// NumPy's statistics of xs, where NumPy's answer is not an accident of its order of additions
+/// (the inputs below make sure of that): sums in long double (no overflow there), rounded to double
+/// once -- past double's range that is inf with the sum's sign, as NumPy's float64 sum overflows.
+/// An infinity in the data gives a sum of its sign, inf and -inf or a NaN give NaN; mean =
+/// sum / count where the sum is not finite; var is NaN for data with an inf or a NaN (x - mean is
+/// inf - inf or NaN) and inf where the mean is infinite; l1 and l2 from sums of |x| and x^2 in
+/// double (each x^2 past double's range is inf, as NumPy's x * x).
+template <class T>
+struct numpy_rule_stats {
+  double sum, mean, var, std, l1, l2;
+  std::int64_t argmin, argmax;
+  long double sum_ld = 0, mean_ld = 0, var_ld = 0, magnitude = 0;
+  explicit numpy_rule_stats(const std::vector<T>& xs) {
+    constexpr double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+    const long double n = static_cast<long double>(xs.size());
+    bool has_nan = false, pos_inf = false, neg_inf = false;
+    long double abs_sum = 0, squares = 0;
+    for (const T x : xs) {
+      const double v = static_cast<double>(x);
+      has_nan = has_nan || std::isnan(v);
+      pos_inf = pos_inf || v == inf;
+      neg_inf = neg_inf || v == -inf;
+      if (std::isfinite(v)) {
+        sum_ld += v;
+        abs_sum += std::abs(static_cast<long double>(v));
+        squares += std::isfinite(v * v) ? static_cast<long double>(v * v) : static_cast<long double>(inf);
+      }
+    }
+    magnitude = abs_sum;
+    mean_ld = sum_ld / n;
+    for (const T x : xs)
+      if (std::isfinite(static_cast<double>(x)))
+        var_ld += (static_cast<long double>(x) - mean_ld) * (static_cast<long double>(x) - mean_ld);
+    var_ld /= n;
+    const bool special = has_nan || pos_inf || neg_inf;
+    if (has_nan || (pos_inf && neg_inf)) sum = nan;
+    else if (pos_inf) sum = inf;
+    else if (neg_inf) sum = -inf;
+    else sum = static_cast<double>(sum_ld);
+    mean = std::isfinite(sum) ? static_cast<double>(mean_ld) : sum / static_cast<double>(n);
+    var = special || std::isnan(mean) ? nan : std::isinf(mean) ? inf : static_cast<double>(var_ld);
+    std = std::sqrt(var);
+    l1 = has_nan ? nan : pos_inf || neg_inf ? inf : static_cast<double>(abs_sum);
+    l2 = has_nan ? nan : pos_inf || neg_inf ? inf : std::sqrt(static_cast<double>(squares));
+    argmin = numpy_arg<true>(xs);
+    argmax = numpy_arg<false>(xs);
+  }
+};
+
+/// got equals want where want is not finite (the same infinity, or both NaN), and is near it
+/// otherwise.
+bool numpy_value(double got, double want, long double rel, long double abs = 0) {
+  if (std::isnan(want)) return std::isnan(got);
+  if (std::isinf(want)) return got == want;
+  return std::isfinite(got) && near_enough(got, want, rel, abs);
+}
+
+template <class T>
+void check_numpy_rules(const std::vector<T>& xs, const std::string& what) {
+  SCOPED_TRACE(what);
+  const std::int64_t n = static_cast<std::int64_t>(xs.size());
+  const numpy_rule_stats<T> want(xs);
+  for (const int threads : thread_counts()) {
+    thread_scope scope(threads);
+    SCOPED_TRACE(::testing::Message() << "threads " << threads);
+    const statistics<T> got = cpu::statistics(xs.data(), n);
+    EXPECT_EQ(got.count, n);
+    // The rounding of sums of x - K, K = xs[0] (as check_stats)
+    const double k = static_cast<double>(xs[0]);
+    const long double spread = std::sqrt(want.var_ld), first = std::isfinite(k) ? std::abs(static_cast<long double>(k)) : 0;
+    const long double terms = want.magnitude + static_cast<long double>(n) * first;
+    EXPECT_TRUE(numpy_value(got.sum, want.sum, 1e-12L, 1e-12L * terms)) << got.sum << " vs " << want.sum;
+    EXPECT_TRUE(numpy_value(got.mean, want.mean, 1e-12L, 1e-12L * (spread + terms / n)))
+        << got.mean << " vs " << want.mean;
+    EXPECT_TRUE(numpy_value(got.var, want.var, 1e-9L)) << got.var << " vs " << want.var;
+    EXPECT_TRUE(numpy_value(got.std, want.std, 1e-9L)) << got.std << " vs " << want.std;
+    EXPECT_TRUE(numpy_value(got.l1, want.l1, 1e-12L)) << got.l1 << " vs " << want.l1;
+    EXPECT_TRUE(numpy_value(got.l2, want.l2, 1e-12L)) << got.l2 << " vs " << want.l2;
+    EXPECT_EQ(got.argmin, want.argmin);
+    EXPECT_EQ(got.argmax, want.argmax);
+    EXPECT_TRUE(same(got.min, xs[static_cast<std::size_t>(want.argmin)])) << show(got.min);
+    EXPECT_TRUE(same(got.max, xs[static_cast<std::size_t>(want.argmax)])) << show(got.max);
+  }
+}
+
+/// Inputs of n values in [-1, 1] with `specials` at random positions (the first among them now and
+/// then: the shift), in several chunks where n allows.
+template <class T>
+std::vector<T> with_specials(std::int64_t n, std::uint64_t seed, const std::vector<T>& specials) {
+  auto xs = uniform_reals<T>(n, seed, -1, 1);
+  std::mt19937_64 rng(seed + 1);
+  std::uniform_int_distribution<std::int64_t> pos(0, n - 1);
+  std::vector<std::int64_t> taken;
+  for (std::size_t k = 0; k < specials.size(); ++k) {
+    std::int64_t at = (k == 0 && rng() % 3 == 0) ? 0 : pos(rng);
+    while (std::find(taken.begin(), taken.end(), at) != taken.end()) at = pos(rng);
+    taken.push_back(at);
+    xs[static_cast<std::size_t>(at)] = specials[k];
+  }
+  return xs;
+}
+
+template <class T>
+void check_specials(std::uint64_t salt) {
+  constexpr T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  // Finite values whose sum leaves double's range whatever the order (float: far inside double's).
+  const T big = std::is_same_v<T, double> ? static_cast<T>(1e308) : std::numeric_limits<T>::max();
+  const std::vector<std::pair<std::string, std::vector<T>>> cases = {
+      {"+inf", {inf}},
+      {"-inf", {-inf}},
+      {"+inf twice", {inf, inf}},
+      {"+inf and -inf", {inf, -inf}},
+      {"NaN", {nan}},
+      {"NaN and +inf", {inf, nan}},
+      {"+big twice", {big, big}},
+      {"-big three times", {-big, -big, -big}},
+      {"+big twice and +inf", {big, inf, big}},
+      {"+big and -big", {big, -big}},
+      {"+big and -big, then +inf", {big, -big, inf}},
+  };
+  for (const std::int64_t n : {std::int64_t{2}, std::int64_t{3}, std::int64_t{4}, std::int64_t{7}, std::int64_t{1000},
+                               3 * chunk + 5}) {
+    for (std::size_t c = 0; c < cases.size(); ++c) {
+      if (static_cast<std::int64_t>(cases[c].second.size()) > n) continue;
+      const std::uint64_t seed = seed_for(salt + 16 * static_cast<std::uint64_t>(n) + c);
+      check_numpy_rules(with_specials<T>(n, seed, cases[c].second),
+                        (::testing::Message() << cases[c].first << ", n = " << n << ", " << seed_message(seed)).GetString());
+    }
+  }
+}
+
+TEST(CpuStats, InfinitiesNaNAndOverflowAsNumPy) {
+  check_specials<double>(130);
+  check_specials<float>(131);
+  // The examples by hand: an overflowing sum of finite values, both signs cancelling.
+  check_numpy_rules(std::vector<double>{1e308, 1, 2, 1e308}, "1e308, 1, 2, 1e308");
+  check_numpy_rules(std::vector<double>{-1e308, 1, 2, -1e308}, "-1e308, 1, 2, -1e308");
+  check_numpy_rules(std::vector<double>{1e308, -1e308}, "1e308, -1e308");
+  check_numpy_rules(std::vector<double>{-1e308, std::numeric_limits<double>::infinity(), 1}, "-1e308, inf, 1");
+  check_numpy_rules(std::vector<double>{1e308, 1e308}, "1e308, 1e308");
+  // A chunk of huge values after a chunk of small ones, and the other way round.
+  std::vector<double> halves(static_cast<std::size_t>(2 * chunk), 0.25);
+  std::fill(halves.begin() + chunk, halves.end(), 1e305);
+  check_numpy_rules(halves, "chunk of 0.25, chunk of 1e305");
+  std::reverse(halves.begin(), halves.end());
+  check_numpy_rules(halves, "chunk of 1e305, chunk of 0.25");
+  // Huge values of both signs whose variance leaves double's range but whose sum does not.
+  std::vector<double> spread = uniform_reals<double>(3 * chunk + 5, seed_for(132), -1e300, 1e300);
+  check_numpy_rules(spread, "uniform in +-1e300");
+  // Ordinary data stays as it was: spread of 1e150 (x^2 overflows nowhere).
+  check_numpy_rules(uniform_reals<double>(3 * chunk + 5, seed_for(133), -1e150, 1e150), "uniform in +-1e150");
 }
 
 // ---- segmented reductions ------------------------------------------------------------------------

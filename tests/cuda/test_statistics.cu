@@ -1,5 +1,6 @@
 // multireduce/cuda/statistics.cuh on the GPU against a two-pass double reference: every size class,
-// every shape of a thread's loop, first indices of ties. Skipped without a GPU.
+// every shape of a thread's loop, first indices of ties, infinities, NaN and overflow as NumPy's.
+// Skipped without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <multireduce/cuda.cuh>
 
 #include "../common/device_test.cuh"
+#include "../common/special_values.hpp"
 
 namespace mr_test {
 namespace {
@@ -112,6 +114,82 @@ TEST(CudaDeviceStatistics, UnalignedStartKeepsFirstIndexOfTies) {
   EXPECT_EQ(s.argmax, 2);
   EXPECT_EQ(s.max, 9.f);
   EXPECT_EQ(ws.argmin(in.data() + 1, std::int64_t(v.size()) - 1).index, 0);
+}
+
+/// NumPy's statistics of data with infinities, NaN or doubles near double's largest (the cases below
+/// are those where NumPy's answer does not depend on its order of additions): sums in long double,
+/// rounded to double once (past its range: inf of the sum's sign); an inf in the data gives a sum of
+/// its sign, inf with -inf or a NaN give NaN; mean = sum / count where the sum is not finite; var is
+/// NaN for data with an inf or a NaN and inf where the mean or the variance is past double's range.
+template <class T>
+void expect_numpy_rules(const std::vector<T>& v, const multireduce::statistics<T>& s) {
+  constexpr double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const std::int64_t n = std::int64_t(v.size());
+  bool has_nan = false, pos = false, neg = false;
+  long double sum = 0, magnitude = 0, var = 0;
+  for (const T x : v) {
+    const double d = double(x);
+    has_nan = has_nan || std::isnan(d), pos = pos || d == inf, neg = neg || d == -inf;
+    if (std::isfinite(d)) sum += d, magnitude += std::fabs(d);
+  }
+  const long double mean_ld = sum / n;
+  for (const T x : v)
+    if (std::isfinite(double(x))) var += (x - mean_ld) * (x - mean_ld);
+  var /= n;
+  const double want_sum = has_nan || (pos && neg) ? nan : pos ? inf : neg ? -inf : double(sum);
+  const double want_mean = std::isfinite(want_sum) ? double(mean_ld) : want_sum / double(n);
+  const double want_var = has_nan || pos || neg || std::isnan(want_mean) ? nan : std::isinf(want_mean) ? inf : double(var);
+  const long double first = std::isfinite(double(v[0])) ? std::fabs(double(v[0])) : 0;  // the shift's rounding
+  auto expect = [&](const char* name, double got, double want, long double tolerance) {
+    if (std::isnan(want)) EXPECT_TRUE(std::isnan(got)) << name << ": " << got << ", want NaN";
+    else if (std::isinf(want)) EXPECT_EQ(got, want) << name;
+    else EXPECT_TRUE(std::isfinite(got) && std::fabs(got - want) <= tolerance) << name << ": " << got << ", want " << want;
+  };
+  EXPECT_EQ(s.count, n);
+  const long double terms = 1e-12L * (magnitude + n * first);
+  expect("sum", s.sum, want_sum, terms);
+  expect("mean", s.mean, want_mean, terms / n + 1e-12L * std::sqrt(var));
+  expect("var", s.var, want_var, 1e-9L * var);
+  expect("std", s.std, std::sqrt(want_var), 1e-9L * std::sqrt(var));
+  const auto first_of = [&](bool smallest) {  // NumPy's argmin/argmax: the first NaN, else the first extreme
+    std::int64_t best = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (std::isnan(double(v[std::size_t(i)]))) return i;
+      if (smallest ? v[std::size_t(i)] < v[std::size_t(best)] : v[std::size_t(best)] < v[std::size_t(i)]) best = i;
+    }
+    return best;
+  };
+  EXPECT_EQ(s.argmin, first_of(true));
+  EXPECT_EQ(s.argmax, first_of(false));
+}
+
+TEST(CudaDeviceStatistics, InfinitiesNaNAndOverflowAsNumPy) {
+  MR_REQUIRE_GPU();
+  constexpr double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<std::vector<double>> cases = {{inf}, {-inf}, {inf, -inf}, {nan}, {inf, nan}, {1e308, 1e308},
+                                                  {-1e308, -1e308, -1e308}, {1e308, inf, 1e308}, {1e308, -1e308},
+                                                  {1e308, -1e308, inf}};
+  std::mt19937_64 g(seed_for("stats specials"));
+  mc::workspace ws;
+  // The examples by hand: an overflowing sum of finite values, both signs cancelling.
+  for (const std::vector<double>& v : {std::vector<double>{1e308, 1, 2, 1e308}, std::vector<double>{1e308, -1e308},
+                                       std::vector<double>{-1e308, inf, 1}}) {
+    auto in = on_device<double>(v);
+    expect_numpy_rules(v, ws.statistics(in.data(), std::int64_t(v.size())));
+  }
+  for (const std::int64_t n : {std::int64_t{3}, std::int64_t{1000}, std::int64_t{(1 << 20) + 3}}) {
+    for (std::size_t c = 0; c < cases.size(); ++c) {
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " case " << c);
+      const std::vector<double> v = mr_test::with_specials(n, cases[c], g);
+      auto in = on_device<double>(v);
+      expect_numpy_rules(v, ws.statistics(in.data(), n));
+      if (c < 5) {  // the same infinities and NaN in float data
+        const std::vector<float> f(v.begin(), v.end());
+        auto fin = on_device<float>(f);
+        expect_numpy_rules(f, ws.statistics(fin.data(), n));
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include <multireduce/match/collection.hpp>
 
 #include "../common/match_reference.hpp"
+#include "../common/special_values.hpp"
 #include "../common/test_values.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/opencl/algorithms.hpp"
@@ -498,6 +499,66 @@ TEST(OpenclStatistics, LikeTheCpuBackend) {
             close(c.l2, g.l2, "l2");
           },
           cpu);
+    }
+}
+
+/// Infinities, NaN and doubles near double's largest at random positions (the first now and then:
+/// the shift), against the CPU backend, whose tests hold it to NumPy's rules: the same infinities
+/// and NaNs, finite values within the rounding of the shifted sums.
+TEST(OpenclStatistics, InfinitiesNaNAndOverflowLikeTheCpuBackend) {
+  SKIP_WITHOUT_OPENCL();
+  if (!ocl::device_at(0).fp64) GTEST_SKIP() << "the device has no float64, which the statistics add in";
+  constexpr double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<std::vector<double>> cases = {{inf}, {-inf}, {inf, -inf}, {nan}, {inf, nan}, {1e308, 1e308},
+                                                  {-1e308, -1e308, -1e308}, {1e308, inf, 1e308}, {1e308, -1e308},
+                                                  {1e308, -1e308, inf}};
+  std::mt19937_64 g(seed_for("opencl statistics specials"));
+  auto compare = [](const auto& c, const auto& o, long double magnitude, const std::string& what) {
+    auto same_rule = [&](double x, double y, long double tolerance, const char* field) {
+      if (!std::isfinite(x) || !std::isfinite(y))
+        EXPECT_TRUE((std::isnan(x) && std::isnan(y)) || x == y) << what << " " << field << ": cpu " << x << ", opencl " << y;
+      else
+        EXPECT_LE(std::abs(static_cast<long double>(x) - y), tolerance) << what << " " << field;
+    };
+    EXPECT_EQ(c.count, o.count) << what;
+    EXPECT_EQ(c.argmin, o.argmin) << what;
+    EXPECT_EQ(c.argmax, o.argmax) << what;
+    EXPECT_EQ(0, std::memcmp(&c.min, &o.min, sizeof c.min)) << what;
+    EXPECT_EQ(0, std::memcmp(&c.max, &o.max, sizeof c.max)) << what;
+    const long double n = static_cast<long double>(c.count);
+    // Recursive summation's bound, n eps times the sum of the terms' magnitudes (each engine adds
+    // its pieces in its own order): huge values that cancel leave that much of their rounding.
+    const long double rounding = std::max(1e-12L, 2 * n * std::numeric_limits<double>::epsilon()) * magnitude;
+    same_rule(c.sum, o.sum, rounding, "sum");
+    same_rule(c.mean, o.mean, rounding / n, "mean");
+    same_rule(c.var, o.var, 1e-9L * std::abs(static_cast<long double>(c.var)), "var");
+    same_rule(c.std, o.std, 1e-9L * std::abs(static_cast<long double>(c.std)), "std");
+    same_rule(c.l1, o.l1, 1e-12L * std::abs(static_cast<long double>(c.l1)), "l1");
+    same_rule(c.l2, o.l2, 1e-12L * std::abs(static_cast<long double>(c.l2)), "l2");
+  };
+  auto run = [&](const auto& v, const std::string& what) {
+    using T = typename std::decay_t<decltype(v)>::value_type;
+    const rt::dtype type = std::is_same_v<T, double> ? rt::dtype::float64 : rt::dtype::float32;
+    long double magnitude = 0;  // the shifted sums' rounding: sum |x| + n |x[0]| of the finite values
+    for (const T x : v)
+      if (std::isfinite(static_cast<double>(x))) magnitude += std::abs(static_cast<long double>(x));
+    if (std::isfinite(static_cast<double>(v[0]))) magnitude += v.size() * std::abs(static_cast<long double>(v[0]));
+    const rt::array_view a{type, v.data(), std::int64_t(v.size())};
+    rt::any_statistics cpu, ocl_result;
+    rt::statistics(a, cpu, on("cpu"));
+    rt::statistics(a, ocl_result, on("opencl"));
+    compare(std::get<multireduce::statistics<T>>(cpu), std::get<multireduce::statistics<T>>(ocl_result), magnitude,
+            what);
+  };
+  run(std::vector<double>{1e308, 1, 2, 1e308}, "1e308, 1, 2, 1e308");
+  run(std::vector<double>{1e308, -1e308}, "1e308, -1e308");
+  run(std::vector<double>{-1e308, inf, 1}, "-1e308, inf, 1");
+  for (const std::int64_t n : {std::int64_t{3}, std::int64_t{1000}, (std::int64_t{1} << 20) + 7})
+    for (std::size_t c = 0; c < cases.size(); ++c) {
+      const std::vector<double> v = mr_test::with_specials(n, cases[c], g);
+      const std::string what = "n=" + std::to_string(n) + " case " + std::to_string(c);
+      run(v, "float64 " + what);
+      if (c < 5) run(std::vector<float>(v.begin(), v.end()), "float32 " + what);
     }
 }
 

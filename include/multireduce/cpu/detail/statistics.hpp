@@ -12,6 +12,27 @@ namespace multireduce::cpu::detail {
 
 // ---- statistics --------------------------------------------------------------------------------
 
+/// The statistics state of in[first, last) from its sums scaled by rescale_down (statistics.hpp):
+/// the cold path of stats_chunk where the shifted sums of doubles are not finite. l1, the sum of
+/// squares and the extremes come from the hot loop (no overflow there that NumPy does not have).
+template <class T, class It>
+statistics_accumulator<T> rescaled_chunk(It in, std::int64_t first, std::int64_t last, double shift, double l1,
+                                         double sum_squares, T min, std::int64_t argmin, T max, std::int64_t argmax) {
+  using accumulator = statistics_accumulator<T>;
+  constexpr int lanes = 4;  // as stats_chunk's
+  const double k = shift * accumulator::rescale_down;
+  double t1[lanes] = {}, t2[lanes] = {};
+  for (std::int64_t i = first; i < last; ++i) {
+    const int j = static_cast<int>((i - first) % lanes);
+    const double e = static_cast<double>(static_cast<T>(in[i])) * accumulator::rescale_down - k;
+    t1[j] += e;
+    t2[j] += e * e;
+  }
+  auto total = [](const double* a) { return (a[0] + a[1]) + (a[2] + a[3]); };
+  return accumulator::from_rescaled_sums(last - first, shift, total(t1), total(t2), l1, sum_squares, min, argmin, max,
+                                         argmax);
+}
+
 /// The statistics state of in[first, last) (non-empty) from shifted sums with the given shift.
 /// Three passes over the chunk (sums; min and max by the folds; their first positions): each
 /// loop vectorises on its own, and the chunk is in cache after the first.
@@ -44,9 +65,17 @@ statistics_accumulator<T> stats_chunk(It in, std::int64_t first, std::int64_t la
   const T max_value = fold_nonempty<T>(in, first, last, maximum{});
   const std::int64_t i_min = find_first(in, first, last, min_value);
   const std::int64_t i_max = find_first(in, first, last, max_value);
-  return statistics_accumulator<T>::from_shifted_sums(last - first, shift, shifted_sum, total(s2), sum, total(l1),
-                                                      total(sq), static_cast<T>(in[i_min]), i_min,
-                                                      static_cast<T>(in[i_max]), i_max);
+  using accumulator = statistics_accumulator<T>;
+  if constexpr (accumulator::shifted_sums_may_overflow) {
+    // Doubles near double's largest values (or an inf or a NaN): the shifted sums may have
+    // overflowed where the data's sum does not, and count K + S1 be inf - inf. The cold path adds
+    // the chunk again, scaled (statistics.hpp).
+    if (accumulator::shifted_sums_overflowed(last - first, shift, shifted_sum, total(s2)))
+      return rescaled_chunk<T>(in, first, last, shift, total(l1), total(sq), static_cast<T>(in[i_min]), i_min,
+                               static_cast<T>(in[i_max]), i_max);
+  }
+  return accumulator::from_shifted_sums(last - first, shift, shifted_sum, total(s2), sum, total(l1), total(sq),
+                                        static_cast<T>(in[i_min]), i_min, static_cast<T>(in[i_max]), i_max);
 }
 
 }  // namespace multireduce::cpu::detail

@@ -7,7 +7,10 @@
 // path with NumPy's NaN and first-index rules), loading the next vectors while it folds the
 // current ones (the fold's double-precision work would otherwise leave memory idle). Threads then
 // become statistics_accumulator states (statistics.hpp) merged with Chan's formulas: over the
-// block (block_reduce), then over blocks by the last block to finish, in block order.
+// block (block_reduce), then over blocks by the last block to finish, in block order. Doubles whose
+// shifted sums are not finite (values near double's largest, an inf or a NaN) take a cold second
+// pass over the thread's share, scaled (statistics.hpp), so that the sum, mean and variance are
+// NumPy's inf or NaN rather than inf - inf.
 #pragma once
 
 #include <cstdint>
@@ -91,6 +94,28 @@ struct stats_thread_state {
     return statistics_accumulator<T>::from_shifted_sums(count, shift, s1, s2, total, l1, squares, min, argmin, max,
                                                         argmax);
   }
+  /// The cold path of doubles whose shifted sums are not finite (statistics.hpp): this thread's
+  /// share again (for_each_strided visits the same elements whatever its InFlight), scaled by
+  /// rescale_down; l1, the squares and the extremes from the first pass. Not inlined: inlined, it
+  /// cost the hot loop's register allocation about 1% of float64 throughput on an H100.
+  template <int BlockThreads, class It>
+  __device__ __noinline__ statistics_accumulator<T> rescaled_state(It in, std::int64_t n) const {
+    using State = statistics_accumulator<T>;
+    const double k = shift * State::rescale_down;
+    double t1 = 0, t2 = 0;
+    auto add = [&](T x) {
+      const double e = static_cast<double>(x) * State::rescale_down - k;
+      t1 += e;
+      t2 += e * e;
+    };
+    for_each_strided<BlockThreads, 1>(
+        in, n,
+        [&](const auto& v, std::int64_t) {
+          for (const T x : v) add(x);
+        },
+        [&](const T& x, std::int64_t) { add(x); });
+    return State::from_rescaled_sums(count, shift, t1, t2, l1, squares, min, argmin, max, argmax);
+  }
 };
 
 struct merge_statistics {
@@ -118,7 +143,10 @@ __global__ void __launch_bounds__(BlockThreads, statistics_tuning::blocks_per_sm
       in, n, [&](const auto& v, std::int64_t first) { t.add_vector(v, first); },
       [&](const T& x, std::int64_t i) { t.add(x, i); });
 
-  const State block_state = block_reduce<BlockThreads>(lane, t.state(), merge_statistics{}, storage.first());
+  State own = t.state();
+  if constexpr (State::shifted_sums_may_overflow)
+    if (State::shifted_sums_overflowed(t.count, t.shift, t.s1, t.s2)) own = t.template rescaled_state<BlockThreads>(in, n);
+  const State block_state = block_reduce<BlockThreads>(lane, own, merge_statistics{}, storage.first());
   State total;
   if (fold_block_partials<BlockThreads>(lane, block_state, merge_statistics{}, partials, ticket, storage.second(), total))
     *out = total.result();
