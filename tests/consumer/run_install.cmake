@@ -9,7 +9,7 @@ if(NOT rc EQUAL 0)
 endif()
 file(GLOB_RECURSE config "${PREFIX}/*/multireduceConfig.cmake")
 foreach(needed IN ITEMS "${PREFIX}/include/multireduce/cuda.cuh" "${PREFIX}/include/multireduce/warp/warp_reduce.hpp"
-                        "${PREFIX}/bin/multireduce")
+                        "${PREFIX}/bin/multireduce" "${PREFIX}/share/doc/multireduce/LICENSE")
   if(NOT EXISTS "${needed}")
     message(FATAL_ERROR "cmake --install did not install ${needed}")
   endif()

@@ -1,5 +1,5 @@
-# `cmake --install BUILD --component tool`: the tool and multireduce-bench beside it, nothing else
-# (no headers, no CMake package); `multireduce bench` of the installed tool runs the installed
+# `cmake --install BUILD --component tool`: the tool and multireduce-bench beside it and the licence,
+# nothing else (no headers, no CMake package); `multireduce bench` of the installed tool runs the installed
 # benchmarks; with CUDA, the tool needs no libcudart.so (the CUDA runtime is linked in).
 #   cmake -DBUILD=<build dir> -DPREFIX=<scratch prefix> -DCUDA=ON|OFF -P run_install_tool.cmake
 file(REMOVE_RECURSE "${PREFIX}")
@@ -8,13 +8,14 @@ execute_process(COMMAND ${CMAKE_COMMAND} --install "${BUILD}" --component tool -
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "cmake --install --component tool failed (${rc}):\n${out}")
 endif()
-foreach(needed IN ITEMS "${PREFIX}/bin/multireduce" "${PREFIX}/bin/multireduce-bench")
+foreach(needed IN ITEMS "${PREFIX}/bin/multireduce" "${PREFIX}/bin/multireduce-bench"
+                        "${PREFIX}/share/doc/multireduce/LICENSE")
   if(NOT EXISTS "${needed}")
     message(FATAL_ERROR "cmake --install --component tool did not install ${needed}:\n${out}")
   endif()
 endforeach()
 file(GLOB_RECURSE extra LIST_DIRECTORIES false RELATIVE "${PREFIX}" "${PREFIX}/*")
-list(REMOVE_ITEM extra bin/multireduce bin/multireduce-bench)
+list(REMOVE_ITEM extra bin/multireduce bin/multireduce-bench share/doc/multireduce/LICENSE)
 if(extra)
   message(FATAL_ERROR "cmake --install --component tool installed more than the tool: ${extra}")
 endif()
