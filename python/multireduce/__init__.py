@@ -12,7 +12,10 @@ Functions: reduce, segmented_reduce, window_reduce, statistics, knn_hamming, mat
 trace,
 cuda_available, backends (the names backend= takes). Errors: TypeError (dtypes, frameworks),
 ValueError (shapes, arguments), MemoryError (out of GPU memory), multireduce.CudaError (any other
-CUDA failure). multireduce.colmap writes match_all's matches for COLMAP (docs/colmap.md).
+CUDA failure, a RuntimeError), multireduce.Unsupported (a RuntimeError: the backend named does not
+run the job; the message starts "backend='NAME': ") as multireduce.UnsupportedDtype (also a
+TypeError: because of the element type) or multireduce.UnsupportedJob (also a ValueError: for
+another reason). multireduce.colmap writes match_all's matches for COLMAP (docs/colmap.md).
 See docs/python.md.
 """
 
@@ -29,7 +32,11 @@ from ._api import (
 )
 from ._match import MatchAllResult, knn_hamming, match, match_all
 from . import colmap
-from ._core import __version__
+from ._core import Unsupported, UnsupportedDtype, UnsupportedJob, __version__
+
+for _error in (CudaError, Unsupported, UnsupportedDtype, UnsupportedJob):
+    _error.__module__ = __name__  # shown as multireduce.UnsupportedJob, where users catch it
+del _error
 
 __all__ = [
     "CudaError",
@@ -45,6 +52,9 @@ __all__ = [
     "segmented_reduce",
     "statistics",
     "trace",
+    "Unsupported",
+    "UnsupportedDtype",
+    "UnsupportedJob",
     "window_reduce",
     "__version__",
 ]

@@ -44,6 +44,11 @@ _WHITESPACE = re.compile(r"[ \t\r\n\v\f]+")
 _temporaries = count()
 
 
+def __dir__():
+    """The module's own names (not the standard library's it imports)."""
+    return sorted(__all__ + ["MAX_IMAGES", "SCHEMA_VERSION"])
+
+
 def _host_tag() -> str:
     """This machine's name as temporaries carry it (other characters than letters, digits, . and _ as _)."""
     return re.sub(r"[^A-Za-z0-9._]", "_", socket.gethostname() or "host")

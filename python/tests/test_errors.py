@@ -191,3 +191,27 @@ def test_the_mean_of_integers_is_their_sum_over_the_count():
     s = mr.statistics(wraps)
     assert int(s.sum) == int(wraps.sum()) == 5
     assert float(s.mean) == pytest.approx(float(np.mean(wraps)), rel=1e-12)
+
+
+def test_every_exception_class_is_exported_where_users_catch_it():
+    import pickle
+    from multireduce import _core
+    for name in ("CudaError", "Unsupported", "UnsupportedDtype", "UnsupportedJob"):
+        error = getattr(mr, name)
+        assert error is getattr(_core, name) and name in mr.__all__
+        assert error.__module__ == "multireduce" and issubclass(error, RuntimeError)
+        copy = pickle.loads(pickle.dumps(error("backend='cuda': x")))  # (as Dask's workers send them back)
+        assert type(copy) is error and str(copy) == "backend='cuda': x"
+    assert issubclass(mr.UnsupportedDtype, (mr.Unsupported, TypeError))
+    assert issubclass(mr.UnsupportedJob, mr.Unsupported) and issubclass(mr.UnsupportedJob, ValueError)
+    if not mr.cuda_available():  # the GPU backend named where there is none
+        with pytest.raises(mr.Unsupported, match="backend='cuda'"):
+            mr.reduce(np.ones(3, np.float32), backend="cuda")
+
+
+def test_the_colmap_module_lists_its_own_names():
+    names = dir(mr.colmap)
+    assert names == sorted(mr.colmap.__all__ + ["MAX_IMAGES", "SCHEMA_VERSION"])
+    for leaked in ("os", "re", "np", "sqlite3", "socket", "Optional"):
+        assert leaked not in names
+    assert all(hasattr(mr.colmap, n) for n in names)
