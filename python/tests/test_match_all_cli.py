@@ -152,3 +152,25 @@ def test_bad_databases(tmp_path):
     (d / "view_1.xy.npy").unlink()
     assert "keypoints" in run(d, "--colmap-db", tmp_path / "new2.db", "--image-size", "512", "512", rc=1).stderr
     assert not (tmp_path / "new2.db").exists()
+
+
+def test_rules_combine_as_pythons(tmp_path):
+    # `match` and `match-all` take any set of rules, as mr.match and mr.match_all do: a match passes
+    # each rule given (the tool once refused --ratio with --margin).
+    import multireduce as mr
+    q, t = np.load(COLLECTION / "view_0.npy"), np.load(COLLECTION / "view_1.npy")
+    for flags, keywords in ((["--ratio", "0.8", "--margin", "6"], dict(ratio=0.8, margin=6)),
+                            (["--ratio", "0.9", "--max-distance", "40"], dict(ratio=0.9, max_distance=40)),
+                            (["--margin", "3", "--max-distance", "50", "--cross-check"],
+                             dict(margin=3, max_distance=50, cross_check=True))):
+        out = tmp_path / "m.npy"
+        p = subprocess.run([CLI, "match", COLLECTION / "view_0.npy", COLLECTION / "view_1.npy", *flags, "-o", out,
+                            "--backend", "cpu"], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        want = np.asarray(mr.match(q, t, **keywords))
+        np.testing.assert_array_equal(np.load(out), want.reshape(-1, 3), err_msg=str(flags))
+        alone = np.asarray(mr.match(q, t, **{k: v for k, v in list(keywords.items())[:1]}))
+        assert 0 < len(want) < len(alone), flags  # the second rule took some away
+        run(COLLECTION, *flags, "-o", tmp_path / "all.npz", "--sequential", "1")
+        got = np.load(tmp_path / "all.npz")
+        np.testing.assert_array_equal(pair_rows(got, 0, 1), want.reshape(-1, 3))

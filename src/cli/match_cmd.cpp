@@ -205,17 +205,17 @@ void add_match_rule_options(CLI::App& cmd, int& k, std::optional<double>& ratio,
                             std::optional<int>& max_distance, bool& cross_check, const char* k_help) {
   constexpr auto max_int = std::numeric_limits<int>::max();
   add_integer(cmd, "--k", [&k](std::int64_t v) { k = int(v); }, k_help, 1, match_max_k, "a neighbour count");
-  auto* by_ratio = add_number(
+  add_number(
       cmd, "--ratio", [&ratio](double v) { ratio = v; },
       "keep a match when nearest < R x second nearest (Lowe's ratio test), 0 < R <= 1", 0, 1, true, "a ratio");
-  auto* by_margin = add_integer(
+  add_integer(
       cmd, "--margin", [&margin](std::int64_t v) { margin = int(v); },
       "keep a match when second nearest - nearest > M bits (the paper's rule)", 0, max_int, "a margin in bits");
-  auto* by_distance = add_integer(
+  add_integer(
       cmd, "--max-distance", [&max_distance](std::int64_t v) { max_distance = int(v); },
       "keep a match when nearest <= D bits", 0, max_int, "a distance in bits");
-  by_ratio->excludes(by_margin)->excludes(by_distance);
-  by_margin->excludes(by_distance);
+  // (The rules combine, as the library's match_rule and Python's keywords do: a match is kept when
+  // it passes every rule given.)
   cmd.add_flag("--cross-check", cross_check, "keep a match only when the query is its train's nearest query too");
 }
 
@@ -262,7 +262,8 @@ CLI::App* add_match_command(CLI::App& app, match_options& opts) {
   });
   cmd->footer(
       "Neighbours are listed by distance, ties by the lower training index (OpenCV's BFMatcher order);\n"
-      "-1 fills the places past the training set's size. Without a rule every query's nearest is kept.\n"
+      "-1 fills the places past the training set's size. Without a rule every query's nearest is kept;\n"
+      "rules combine (--ratio, --margin, --max-distance, --cross-check): a match must pass each one given.\n"
       "A query with no second neighbour (one training descriptor) passes the ratio and margin tests.\n"
       "The GPU takes descriptors of up to 128 bytes (binary tensor cores on sm_80+, else CUDA cores);\n"
       "the CPU any width. Exit codes: 0 done, 1 bad data or options that do not fit the data, 2 usage errors.");
