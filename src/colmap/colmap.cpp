@@ -199,9 +199,10 @@ struct staged_database::state {
   // A new one: its temporary, listed for removal should a signal end the process.
   fs::path temporary;
   int listed = -1;
+  bool committed = false;
 
   ~state() {
-    undo();
+    if (!committed) undo();
     files::unlist_for_removal(listed);
   }
 
@@ -267,23 +268,27 @@ void staged_database::commit() {
   stop_if_signalled(s->path.string());
   if (s->tx) {
     s->or_undo([&] { s->tx->commit(); });
+    s->committed = true;
     return;
   }
   // Into place, never over a file that appeared meanwhile (RENAME_NOREPLACE; where the file system
   // cannot, a hard link does the same).
+  bool linked = false;
   if (::renameat2(AT_FDCWD, s->temporary.c_str(), AT_FDCWD, s->path.c_str(), RENAME_NOREPLACE) != 0) {
     int error = errno;
     if (error == EINVAL || error == ENOSYS) {
       error = ::link(s->temporary.c_str(), s->path.c_str()) == 0 ? 0 : errno;
+      linked = error == 0;
     }
     if (error != 0) {
       throw std::runtime_error(s->path.string() + ": cannot move the new database into place: " +
                                (error == EEXIST ? std::string("a file of that name appeared meanwhile")
                                                 : std::string(std::strerror(error))));
     }
-  } else {
-    s->temporary.clear();  // renamed: nothing left to remove
   }
+  if (linked) ::unlink(s->temporary.c_str());  // (the temporary was a second name of the database)
+  s->temporary.clear();
+  s->committed = true;
 }
 
 namespace {

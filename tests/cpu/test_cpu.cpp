@@ -15,6 +15,7 @@
 
 #include <multireduce/cpu.hpp>
 
+#include "../common/special_values.hpp"
 #include "../common/test_values.hpp"
 
 #if defined(_OPENMP)
@@ -638,14 +639,7 @@ template <class T>
 std::vector<T> with_specials(std::int64_t n, std::uint64_t seed, const std::vector<T>& specials) {
   auto xs = uniform_reals<T>(n, seed, -1, 1);
   std::mt19937_64 rng(seed + 1);
-  std::uniform_int_distribution<std::int64_t> pos(0, n - 1);
-  std::vector<std::int64_t> taken;
-  for (std::size_t k = 0; k < specials.size(); ++k) {
-    std::int64_t at = (k == 0 && rng() % 3 == 0) ? 0 : pos(rng);
-    while (std::find(taken.begin(), taken.end(), at) != taken.end()) at = pos(rng);
-    taken.push_back(at);
-    xs[static_cast<std::size_t>(at)] = specials[k];
-  }
+  mr_test::place_specials(xs, specials, rng);
   return xs;
 }
 

@@ -102,13 +102,19 @@ inline std::string to_string(dtype d) {
   return "an unknown type";
 }
 
+/// FNV-1a of `bytes` bytes: the fingerprints the ranks compare.
+inline std::uint64_t fnv1a(const void* data, std::size_t bytes) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (std::size_t i = 0; i < bytes; ++i) h = (h ^ static_cast<const unsigned char*>(data)[i]) * 1099511628211ull;
+  return h;
+}
+
 /// A fingerprint of an operator type, the same in every process of one program (and of programs
 /// built by the same compiler): FNV-1a of its mangled name. Two lambdas are two operators.
 template <class Op>
 std::uint64_t operator_fingerprint() {
-  std::uint64_t h = 14695981039346656037ull;
-  for (const char* p = typeid(Op).name(); *p != 0; ++p) h = (h ^ static_cast<unsigned char>(*p)) * 1099511628211ull;
-  return h;
+  const char* name = typeid(Op).name();
+  return fnv1a(name, std::strlen(name));
 }
 
 // ---- the header --------------------------------------------------------------------------------
@@ -188,13 +194,9 @@ inline constexpr bool init_compared = std::is_trivially_copyable_v<Acc> &&
 template <class Acc>
 void set_init(rank_header& h, const Acc& init) {
   if constexpr (init_compared<Acc>) {
-    unsigned char bytes[sizeof(Acc)];
-    std::memcpy(bytes, &init, sizeof(Acc));
-    std::uint64_t f = 14695981039346656037ull;
-    for (unsigned char b : bytes) f = (f ^ b) * 1099511628211ull;
-    h.init_fingerprint = f;
+    h.init_fingerprint = fnv1a(&init, sizeof(Acc));
     h.init_head = 0;
-    std::memcpy(&h.init_head, bytes, std::min(sizeof(Acc), sizeof(h.init_head)));
+    std::memcpy(&h.init_head, &init, std::min(sizeof(Acc), sizeof(h.init_head)));
   }
 }
 

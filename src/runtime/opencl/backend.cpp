@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include <multireduce/cpu/statistics.hpp>
 #include <multireduce/match/match.hpp>
 #include <multireduce/operators.hpp>
 #include <multireduce/statistics.hpp>
@@ -389,43 +390,26 @@ any_statistics statistics_typed(device& d, device_input& in, job_clock& clock, c
       return accumulator::from_shifted_sums(st.count, shift, st.s1, st.s2, sum, st.l1, st.squares, st.min.value,
                                             st.min.index + first, st.max.value, st.max.index + first);
     };
-    bool overflowed = false;  // float64 only: a part's shifted sums (or its float sum) not finite
-    if constexpr (accumulator::shifted_sums_may_overflow)
-      for (std::int64_t g = 0; g < parts && !overflowed; ++g) {
-        const state st = element_at<state>(host, std::size_t(g));
-        overflowed = st.count > 0 && (accumulator::shifted_sums_overflowed(st.count, shift, st.s1, st.s2) ||
-                                      !(st.sum - st.sum == 0));
+    // float64: values near double's largest, an inf or a NaN can make a part's count shift + s1
+    // inf - inf (statistics.hpp). Then the piece is taken again on the host by the CPU backend,
+    // whose chunks take the scaled cold path, as the runtime's pieces are merged.
+    [[maybe_unused]] const accumulator before = total;
+    [[maybe_unused]] bool overflowed = false;
+    for (std::int64_t g = 0; g < parts; ++g) {
+      const state st = element_at<state>(host, std::size_t(g));
+      if (st.count == 0) continue;
+      total = accumulator::merge(total, part_state(st));
+      if constexpr (accumulator::shifted_sums_may_overflow)
+        overflowed = overflowed || accumulator::shifted_sums_overflowed(st.count, shift, st.s1, st.s2) ||
+                     !(st.sum - st.sum == 0);
+    }
+    if constexpr (accumulator::shifted_sums_may_overflow) {
+      if (overflowed) {
+        std::vector<E> values(static_cast<std::size_t>(count));
+        std::memcpy(values.data(), download(d, b, values.size() * sizeof(E)).data(), values.size() * sizeof(E));
+        const auto piece = multireduce::cpu::statistics(values.data(), count);
+        total = accumulator::merge(before, accumulator::of_result(piece, first));
       }
-    if (!overflowed) {
-      for (std::int64_t g = 0; g < parts; ++g) {
-        const state st = element_at<state>(host, std::size_t(g));
-        if (st.count > 0) total = accumulator::merge(total, part_state(st));
-      }
-    } else if constexpr (accumulator::shifted_sums_may_overflow) {
-      // Doubles near double's largest values, an inf or a NaN: count shift + s1 may be inf - inf.
-      // The cold path (statistics.hpp): the piece's sums again on the host, scaled; l1, the
-      // squares and the extremes from the parts.
-      accumulator piece;
-      for (std::int64_t g = 0; g < parts; ++g) {
-        const state st = element_at<state>(host, std::size_t(g));
-        if (st.count > 0) piece = accumulator::merge(piece, part_state(st));
-      }
-      const auto values = download(d, b, std::size_t(count) * sizeof(E));
-      const double k = shift * accumulator::rescale_down;
-      double t1 = 0, t2 = 0;  // in blocks of 1024, summed in turn: the rounding of sums of a few thousand terms
-      for (std::int64_t b0 = 0; b0 < count; b0 += 1024) {
-        double u1 = 0, u2 = 0;
-        for (std::int64_t i = b0; i < std::min(count, b0 + 1024); ++i) {
-          const double e = static_cast<double>(element_at<E>(values, std::size_t(i))) * accumulator::rescale_down - k;
-          u1 += e;
-          u2 += e * e;
-        }
-        t1 += u1;
-        t2 += u2;
-      }
-      total = accumulator::merge(total, accumulator::from_rescaled_sums(count, shift, t1, t2, piece.l1, piece.sum_squares,
-                                                                        piece.min, piece.argmin, piece.max,
-                                                                        piece.argmax));
     }
     progress(first + count);
   }
