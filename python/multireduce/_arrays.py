@@ -3,8 +3,10 @@
 OpenCL backend, on their queue: _from_pyopencl).
 
 operand() imports an array as an Operand (_records): its address, dtype name, shape, memory, device
-and stream, and the objects that keep it alive. Device arrays are used in place; nothing here copies
-an input, and a non-contiguous one is an error.
+and stream, and the objects that keep it alive. C-contiguous arrays are used in place; any other
+layout (Fortran order, a slice with a step, a transposed view, negative strides) is copied once into
+a C-contiguous array of its own framework on its own device (contiguous_copy), and the copy is read:
+the one copy docs/python.md names ("Strided and Fortran-order arrays").
 
 operand() takes a fast path first: a reader for the exact type of the array (NumPy arrays always;
 PyTorch tensors and CuPy arrays once import_general() has read one of their type), which reads a
@@ -129,18 +131,42 @@ def _current_stream_or_none(stream, x, framework: str, device: int) -> Optional[
 # ---- checks --------------------------------------------------------------------------------------
 
 
-def _check_contiguous(name: str, shape: Sequence[int], strides: Optional[Sequence[int]]) -> None:
-    """strides in elements (None: C order). Raises ValueError unless C-contiguous."""
+def _c_contiguous(shape: Sequence[int], strides: Optional[Sequence[int]]) -> bool:
+    """strides in elements (None: C order): whether the layout is C-contiguous."""
     if strides is None or math.prod(shape) == 0:
-        return
+        return True
     expected = 1
     for extent, stride in zip(reversed(shape), reversed(strides)):
         if extent != 1 and stride != expected:
-            raise ValueError(
-                f"{name} is not C-contiguous (strides {tuple(strides)} for shape {tuple(shape)}); "
-                f"pass a contiguous copy (numpy.ascontiguousarray, cupy.ascontiguousarray, tensor.contiguous())"
-            )
+            return False
         expected *= extent
+    return True
+
+
+def contiguous_copy(x, framework: str, name: str):
+    """A C-contiguous copy of the strided array x in its own framework and on its own device (queued
+    on the framework's current stream; a DLPack export of it orders that stream before the call's):
+    numpy.ascontiguousarray, tensor.contiguous(), cupy.ascontiguousarray. A host array of any other
+    framework is read through NumPy (numpy.from_dlpack); a device array of another framework raises
+    ValueError naming the copy to pass."""
+    if framework == "numpy":
+        return np.ascontiguousarray(x)
+    if framework == "torch":
+        return x.contiguous()
+    if framework == "cupy":
+        import cupy
+
+        with cupy.cuda.Device(x.data.device_id):
+            return cupy.ascontiguousarray(x)
+    if framework == "jax":
+        import jax.numpy as jnp
+
+        return jnp.array(x, copy=True)
+    device_type = int(x.__dlpack_device__()[0]) if hasattr(x, "__dlpack_device__") else _DL_CUDA
+    if device_type in (_DL_CPU, _DL_CUDA_HOST):
+        return np.ascontiguousarray(np.from_dlpack(x))
+    raise ValueError(f"{name} is a strided {type(x).__name__} in device memory, which multireduce cannot copy "
+                     f"for you: pass a C-contiguous copy of it (or a CuPy/PyTorch view of it)")
 
 
 def _check_dtype(name: str, dtype: str) -> str:
@@ -155,20 +181,22 @@ _TORCH_NAMES = {}  # torch.dtype -> its name, likewise
 
 def _check_numpy_like(a, name: str, module: str) -> str:
     """The dtype name of a NumPy or CuPy array; TypeError for a foreign byte order or a dtype
-    multireduce does not take, ValueError unless C-contiguous."""
+    multireduce does not take."""
     dtype = _NUMPY_NAMES.get(a.dtype)  # (dtype.name is slow to make: a few us)
     if dtype is None:
         if not a.dtype.isnative:
             raise TypeError(f"{name} has non-native byte order ({a.dtype.str}); pass a.astype(a.dtype.newbyteorder('='))")
         dtype = _check_dtype(name, a.dtype.name)
         _NUMPY_NAMES[a.dtype] = dtype
+    return dtype
+
+
+def _layout_is_c(a) -> bool:
+    """Whether a NumPy or CuPy array is C-contiguous (or empty)."""
     contiguous = getattr(a, "_c_contiguous", None)  # CuPy's own flag: a.flags makes an object (0.4 us)
     if contiguous is None:
         contiguous = a.flags.c_contiguous
-    if not contiguous and a.size > 0:
-        raise ValueError(f"{name} is not C-contiguous (strides {a.strides} for shape {a.shape}); "
-                         f"pass {module}.ascontiguousarray({name})")
-    return dtype
+    return contiguous or a.size == 0
 
 
 # ---- the fast readers: type -> reader(x) -> Operand, or None to leave x to import_general -------------
@@ -217,7 +245,8 @@ _FAST_READERS = {np.ndarray: _numpy_fast}
 
 def operand(x, name: str = "x", stream=None) -> Operand:
     """x as an Operand, on `stream` (None: the producer's current stream). Raises TypeError for what
-    is not an array of a dtype multireduce takes, ValueError for non-contiguous arrays."""
+    is not an array of a dtype multireduce takes; a strided array is read from one C-contiguous
+    copy (contiguous_copy)."""
     if stream is None:
         reader = _FAST_READERS.get(type(x))
         if reader is not None:
@@ -258,12 +287,16 @@ def import_general(x, name: str, stream) -> Operand:
         a = np.asarray(x)
         return _from_numpy(a, name, a, stream_handle(stream, x, "numpy", -1))
     raise TypeError(
-        f"{name} must be a NumPy array or an array with __dlpack__ or __cuda_array_interface__, not {type(x).__name__}"
+        f"{name} must be an array: a NumPy array, a list, tuple or scalar (read as numpy.asarray does), or an array "
+        f"with __dlpack__ or __cuda_array_interface__ (CuPy, PyTorch, JAX, ...) or a PyOpenCL array; "
+        f"not {type(x).__name__}"
     )
 
 
 def _from_numpy(a: np.ndarray, name: str, obj, stream: int) -> Operand:
     dtype = _check_numpy_like(a, name, "numpy")
+    if not _layout_is_c(a):
+        a = obj = np.ascontiguousarray(a)
     return Operand(framework="numpy", obj=obj, address=numpy_address(a), dtype=dtype,
                    shape=a.shape, size=a.size, memory=HOST, device=-1, stream=stream, keep=a)
 
@@ -290,8 +323,7 @@ def _from_torch(x, name: str, stream) -> Optional[Operand]:
         dtype = _check_dtype(name, str(x.dtype).replace("torch.", ""))
         _TORCH_NAMES[x.dtype] = dtype
     if not x.is_contiguous():
-        raise ValueError(f"{name} is not contiguous (strides {tuple(x.stride())} for shape {tuple(x.shape)}); "
-                         f"pass {name}.contiguous()")
+        x = x.contiguous()  # (on the current stream, the one the work goes on)
     return Operand(framework="torch", obj=x, address=x.data_ptr(), dtype=dtype, shape=tuple(x.shape),
                    size=x.numel(), memory=memory, device=device, stream=handle, keep=None)
 
@@ -304,6 +336,9 @@ def _from_cupy(x, name: str, stream) -> Optional[Operand]:
     if handle is None:
         return None
     dtype = _check_numpy_like(x, name, "cupy")
+    if not _layout_is_c(x):
+        x = contiguous_copy(x, "cupy", name)  # (on CuPy's current stream, the one the work goes on)
+        data = x.data
     return Operand(framework="cupy", obj=x, address=data.ptr, dtype=dtype, shape=x.shape, size=x.size,
                    memory=CUDA, device=device, stream=handle, keep=None)
 
@@ -324,7 +359,9 @@ def _from_dlpack(x, name: str, framework: str, stream) -> Operand:
         raise TypeError(f"{name} is on a device multireduce does not run on (DLPack device type {device_type})")
     info = _DLPackInfo._make(_core.dlpack_info(capsule))
     _check_dtype(name, info.dtype)
-    _check_contiguous(name, info.shape, info.strides)
+    if not _c_contiguous(info.shape, info.strides):
+        copy = contiguous_copy(x, framework, name)
+        return _from_dlpack(copy, name, framework_of(copy), stream)
     return Operand(framework=framework, obj=x, address=info.address, dtype=info.dtype, shape=info.shape,
                    size=math.prod(info.shape), memory=memory, device=device, stream=handle, keep=capsule)
 
@@ -341,7 +378,14 @@ def _from_cai(x, cai: dict, name: str, framework: str, stream) -> Operand:
         raise TypeError(f"{name} has non-native byte order")
     itemsize = np.dtype(dtype).itemsize
     strides = cai.get("strides")
-    _check_contiguous(name, cai["shape"], None if strides is None else [s // itemsize for s in strides])
+    if not _c_contiguous(cai["shape"], None if strides is None else [s // itemsize for s in strides]):
+        try:
+            import cupy
+        except ImportError:
+            raise ValueError(f"{name} is a strided {type(x).__name__} in device memory; multireduce copies strided "
+                             f"device arrays with CuPy, which is not installed: pass a C-contiguous copy") from None
+        view = cupy.asarray(x)  # (a view of x: CuPy reads the interface, its stream included)
+        return _from_cupy(contiguous_copy(view, "cupy", name), name, None)
     device = _cai_device(cai["data"][0])
     handle = stream_handle(stream, x, framework, device)
     producer = cai.get("stream")
@@ -422,8 +466,8 @@ def _from_pyopencl(x, name: str, stream) -> Operand:
         dtype = _check_dtype(name, x.dtype.name)
         _NUMPY_NAMES[x.dtype] = dtype
     if not x.flags.c_contiguous and x.size > 0:
-        raise ValueError(f"{name} is not C-contiguous (strides {x.strides} for shape {x.shape}); "
-                         f"pass a contiguous PyOpenCL array")
+        raise ValueError(f"{name} is a strided PyOpenCL array (strides {x.strides} for shape {x.shape}), which "
+                         f"PyOpenCL cannot copy on the device: pass a C-contiguous PyOpenCL array")
     device = _core.device_of_stream(OPENCL, queue.int_ptr)
     if device < 0:
         raise TypeError(f"{name} is a PyOpenCL array, and this build of multireduce has no OpenCL backend; "

@@ -64,13 +64,6 @@ def _host(a) -> np.ndarray:
     return np.asarray(a)
 
 
-def _contiguous(block):
-    """A chunk as a C-contiguous array (mr.* refuses strided views, which dask's slices of a larger
-    array often are): the chunk itself when it is one, else a copy."""
-    xp = _xp(block)
-    return xp.ascontiguousarray(block)
-
-
 def _check_dask(x, name: str = "x"):
     if not isinstance(x, da.Array):
         raise TypeError(f"{name} must be a dask array (dask.array.Array), not {type(x).__name__}; "
@@ -229,7 +222,6 @@ def _kind(op: str, dtype) -> str:
 
 def _whole_partial(block, op: str, kind: str, starts, shape, backend: str):
     """A chunk's partial for a whole-array reduction, on the host (a few bytes)."""
-    block = _contiguous(block)
     if kind == "ext":
         arg = "argmin" if op in ("min", "argmin") else "argmax"
         i = int(_host(_mr_reduce(block, arg, backend=backend)))
@@ -251,7 +243,6 @@ def _whole_partial(block, op: str, kind: str, starts, shape, backend: str):
 
 def _axis_partial(block, op: str, kind: str, axis: int, start: int, backend: str):
     """A chunk's partial for a reduction along `axis` (arrays of the chunk's framework)."""
-    block = _contiguous(block)
     xp = _xp(block)
     if kind == "ext":
         if op in _ARG_OPS:
@@ -388,7 +379,6 @@ def _reduce_axis(x, op, kind, rdtype, ax, every, compute, backend, meta):
 def _stat_partial(block, starts, shape, backend: str):
     """A chunk's statistics as a mergeable state on the host (as the core's of_result): count,
     sum, mean, m2 = var * count, l1, sum of squares = l2**2, and (value, global index) extremes."""
-    block = _contiguous(block)
     s = _mr_statistics(block, backend=backend)
     h = {name: _host(getattr(s, name)) for name in Statistics._fields}
     count = int(h["count"])
@@ -531,7 +521,7 @@ def _window_chunks(chunks: Sequence[int], need: int) -> tuple:
 
 
 def _window_block(block, window: int, op: str, backend: str):
-    return _mr_window(_contiguous(block), window, op, backend=backend)
+    return _mr_window(block, window, op, backend=backend)
 
 
 def window_reduce(x, window: int, op: str = "sum", *, compute: bool = True, backend: str = "auto"):
