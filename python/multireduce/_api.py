@@ -16,7 +16,7 @@ from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
-from . import _core
+from . import _core, _keywords
 from ._arrays import host_operand, operand, order_before, settle
 from ._calls import (BACKENDS, INT32_MAX, INT64_MAX, bounded, check_backend, devices_of, flag, integer,
                      result_dtype)
@@ -81,13 +81,13 @@ def _whole(op: str, dtype: str):
     return entry
 
 
-def reduce(x, op: str = "sum", axis: Optional[int] = None, *, out=None, backend: str = "auto", stream=None,
-           devices=None):
+def reduce(x, op: str = "sum", axis=None, *, dtype=None, keepdims: bool = False, where=None, out=None,
+           backend: str = "auto", stream=None, devices=None):
     """Reduces the whole array (axis=None) or one axis of it with `op`: "sum", "prod", "min",
     "max", "argmin", "argmax", "and", "or" or "xor" (the last three for integers).
 
     Results have NumPy's dtypes and values: integer sums and products in int64 (uint64 for
-    unsigned), float sums pairwise as NumPy's on the CPU; a NaN wins min/max and argmin/argmax (the
+    unsigned), float sums pairwise as NumPy's on the CPU (windows: window_reduce); a NaN wins min/max and argmin/argmax (the
     first NaN); ties give the first index; an empty array gives the operator's identity (argmin and
     argmax: -1). A whole-array result is a 0-d array of the input's framework (on the GPU, not
     synchronised). axis may be negative; the result has the other axes in order.
@@ -106,6 +106,8 @@ def reduce(x, op: str = "sum", axis: Optional[int] = None, *, out=None, backend:
     a = operand(x, "x", stream)
     if type(op) is not str:
         op = str(op)
+    if dtype is not None or keepdims is not False or where is not None or type(axis) is tuple:
+        return _reduce_with_keywords(a, op, axis, dtype, keepdims, where, out, backend, stream, devices)
     if axis is None:
         if out is None:
             if a.memory != HOST and backend != "cpu" and a.framework in _SLABBED and not ordinals:
@@ -123,6 +125,46 @@ def reduce(x, op: str = "sum", axis: Optional[int] = None, *, out=None, backend:
     job = Job(op=op, shape=AXIS, length=shape[axis], segments=math.prod(shape[:axis]),
               inner=math.prod(shape[axis + 1:]), offsets=None, check_offsets=True, new_output=out is None)
     return _reduce(a, job, shape[:axis] + shape[axis + 1:], out, backend, ordinals)
+
+
+def _reduce_with_keywords(a: Operand, op: str, axis, dtype, keepdims, where, out, backend: str, stream, devices):
+    """reduce() with NumPy's keywords (_keywords.plan): the masked or converted copy of x, the runs
+    of reduced axes one after another, the result converted, reshaped to the kept dimensions and
+    written into out= (checked against the final shape and dtype before any work)."""
+    keep = flag(keepdims, "keepdims")
+    if where is not None and a.framework == "pyopencl":
+        raise TypeError("where= is not taken for PyOpenCL arrays: pass x[mask] (a flat reduction) instead")
+    p = _keywords.plan(op, tuple(a.shape), a.dtype, axis, keep, dtype, where is not None)
+    x = a.obj
+    if p.convert_input is not None:
+        x = _keywords.astype(x, p.convert_input)
+    reduced_dtype = p.convert_input or a.dtype
+    final_dtype = p.convert_result or result_dtype(op, reduced_dtype)
+    final_shape = p.kept_shape if keep else p.shape
+    if out is not None:
+        check_out(out, a, final_shape, final_dtype, (("x", a),))
+    if where is not None:
+        x = _keywords.masked(x, where, op, reduced_dtype)
+    calls = dict(backend=backend, stream=stream)
+    if p.runs is None:
+        r = reduce(x, op, devices=devices, **calls)
+    else:
+        if devices is not None:
+            raise ValueError("devices= reduces a whole array (axis=None)")
+        r = x if p.runs else _keywords.astype(x, result_dtype(op, reduced_dtype))  # (axis=(): each element alone)
+        for first, last in p.runs:
+            if first != last:  # adjacent axes: one axis of a view that merges them (x is C-contiguous)
+                shape = tuple(r.shape)
+                r = _keywords.reshape(r, shape[:first] + (math.prod(shape[first:last + 1]),) + shape[last + 1:])
+            r = reduce(r, op, first, **calls)
+    if p.convert_result is not None and p.convert_result != result_dtype(op, reduced_dtype):
+        r = _keywords.astype(r, p.convert_result)
+    if keep:
+        r = _keywords.reshape(r, p.kept_shape)
+    if out is not None:
+        _keywords.copy_into(out, r)
+        return out
+    return r
 
 
 def _whole_in_slab(a: Operand, op: str, backend: str):
@@ -260,7 +302,10 @@ def window_reduce(x, window: int, op: str = "sum", *, out=None, backend: str = "
     """Reduces every window of `window` consecutive elements of the 1-D array x:
     ``numpy.lib.stride_tricks.sliding_window_view(x, window).<op>(-1)``, max(0, len(x) - window + 1)
     results (an empty result where NumPy would refuse a window longer than x). window >= 1.
-    argmin/argmax give positions within each window. Other rules as reduce()."""
+    argmin/argmax give positions within each window. Float sums are not pairwise: float32 windows
+    on the CPU are summed in float64 and rounded once, float16 in float32; float64 windows, and
+    windows on a GPU or OpenCL device, are within (W - 1) eps sum|x| of the exact sums
+    (docs/python.md, "Window sums of floats"). Other rules as reduce()."""
     if backend not in BACKENDS:
         check_backend(backend)
     a = operand(x, "x", stream)
@@ -280,15 +325,21 @@ def window_reduce(x, window: int, op: str = "sum", *, out=None, backend: str = "
 # ---- statistics --------------------------------------------------------------------------------------
 
 
-def statistics(x, *, backend: str = "auto", stream=None, devices=None) -> Statistics:
+def statistics(x, *, axis=None, backend: str = "auto", stream=None, devices=None) -> Statistics:
     """count, sum, mean, var, std, min, argmin, max, argmax, l1 and l2 of the whole array in one
     pass (see Statistics). An empty array gives count 0, sum 0, NaN moments and -1 indices.
+    axis: None or every axis (a tuple of all of them); statistics along some axes are NumPy's
+    x.mean(axis), x.var(axis), ... (or mr.reduce(x, op, axis) for sum, min, max and the others).
     devices: several GPUs ("all" or a list) for a host array, its pieces read by the GPUs at the
     same time; the result is the one GPU's, bit for bit (docs/scale-out.md)."""
     if backend not in BACKENDS:
         check_backend(backend)
     ordinals, backend = devices_of(devices, backend)
     a = operand(x, "x", stream)
+    if axis is not None and _keywords.axes_of(axis, len(a.shape), "sum") != tuple(range(len(a.shape))):
+        raise ValueError(f"statistics reduces the whole array (axis=None), not axis={axis!r}: for statistics along "
+                         f"axes use numpy's x.mean(axis=...), x.var(axis=...), x.std(...), x.min(...), or "
+                         f"mr.reduce(x, op, axis) for sum, prod, min, max, argmin and argmax")
     if a.memory == HOST:
         return _statistics_on_host(a, a, "cpu" if backend == "auto" else backend, ordinals)
     if backend != "cpu":
