@@ -4,19 +4,27 @@
 # of the sample collection (8 views of one image, ORB descriptors) with OpenCV's ratio test, write
 # the matches to matches.npz and to a new COLMAP database, matches.db (images, cameras, keypoints,
 # matches), and check them against the views' true homographies.
-# Usage: scripts/demo.sh [--cpu-only] [multireduce match-all options...]
+# Usage: scripts/demo.sh [--cpu-only | --cuda] [multireduce match-all options...]
 #   --cpu-only   build without CUDA even where nvcc is on PATH (faster to build; matches on the CPU)
+#   --cuda       build with CUDA even where no GPU is visible (to copy the tool to a machine with one)
+# Without either: with CUDA when nvcc is on PATH and a GPU is visible (nvidia-smi), else for the CPU.
 # Other arguments go to `multireduce match-all` (for example --backend cpu: a CUDA build matching on the CPU).
 set -eu
 cd "$(dirname "$0")/.."
 cpu_only=no
+want_cuda=no
 for arg in "$@"; do
   if [ "$arg" = --cpu-only ]; then cpu_only=yes; fi
+  if [ "$arg" = --cuda ]; then want_cuda=yes; fi
 done
-# The rest, without --cpu-only, for `multireduce match`.
+if [ "$cpu_only" = yes ] && [ "$want_cuda" = yes ]; then
+  echo "scripts/demo.sh: --cpu-only and --cuda contradict each other: give one" >&2
+  exit 2
+fi
+# The rest, without --cpu-only and --cuda, for `multireduce match-all`.
 for arg in "$@"; do
   shift
-  if [ "$arg" != --cpu-only ]; then set -- "$@" "$arg"; fi
+  if [ "$arg" != --cpu-only ] && [ "$arg" != --cuda ]; then set -- "$@" "$arg"; fi
 done
 
 for tool in cmake ninja; do
@@ -28,13 +36,15 @@ for tool in cmake ninja; do
 done
 if [ "$cpu_only" = yes ]; then
   cuda=OFF why="for the CPU only: --cpu-only given"
-elif nvcc=$(command -v nvcc 2>/dev/null); then
-  cuda=ON why="with CUDA: nvcc found at $nvcc"
-  if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-    why="$why (no GPU visible here, so the match runs on the CPU: --cpu-only builds quicker)"
-  fi
-else
+elif ! nvcc=$(command -v nvcc 2>/dev/null); then
   cuda=OFF why="for the CPU only: no nvcc on PATH"
+  [ "$want_cuda" = yes ] && { echo "scripts/demo.sh: --cuda needs nvcc on PATH (export PATH=/usr/local/cuda/bin:\$PATH)" >&2; exit 1; }
+elif [ "$want_cuda" = yes ]; then
+  cuda=ON why="with CUDA: --cuda given, nvcc found at $nvcc"
+elif nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  cuda=ON why="with CUDA: nvcc found at $nvcc and a GPU is visible"
+else
+  cuda=OFF why="for the CPU only: nvcc is here but no GPU is visible (nvidia-smi), so the match would run on the CPU anyway; --cuda builds CUDA too (minutes more)"
 fi
 
 started=$(date +%s)
