@@ -2,8 +2,8 @@
 // config.hpp -- portability macros shared by host (.hpp) and device (.cuh) code.
 #pragma once
 
-#if defined(__CUDACC__)
-/// Marks a function callable from host and device code.
+#if defined(__CUDACC__) || defined(__HIP__)
+/// Marks a function callable from host and device code (nvcc, or hipcc for AMD GPUs).
 #define MULTIREDUCE_HOST_DEVICE __host__ __device__
 #define MULTIREDUCE_FORCEINLINE __forceinline__
 #else
@@ -13,14 +13,15 @@
 
 /// Unrolls the next loop fully: device code needs compile-time register indices. (Only in the
 /// device pass: host compilers do not know the pragma.)
-#if defined(__CUDA_ARCH__)
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
 #define MULTIREDUCE_UNROLL _Pragma("unroll")
 #else
 #define MULTIREDUCE_UNROLL
 #endif
 
-/// True when the CUDA half and bfloat16 types can be used (the toolkit headers are reachable).
-#if __has_include(<cuda_fp16.h>) && __has_include(<cuda_bf16.h>)
+/// True when the CUDA half and bfloat16 types can be used (the toolkit headers are reachable; never
+/// under hipcc, whose device code cannot use them).
+#if !defined(__HIP__) && __has_include(<cuda_fp16.h>) && __has_include(<cuda_bf16.h>)
 #define MULTIREDUCE_HAS_CUDA_FP16 1
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

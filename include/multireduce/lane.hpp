@@ -1,17 +1,20 @@
 // multireduce/lane.hpp -- the lane seam: what warp and block code may ask of the thread it runs on.
 //
 // Warp- and block-level code in multireduce never reads threadIdx. It receives a *lane* object and
-// talks to its warp only through it. Two lanes exist:
+// talks to its warp only through it. Three lanes exist:
 //   - multireduce::cuda_lane (cuda_lane.cuh): the real thing, __shfl_*_sync, __ballot_sync, ...
+//   - multireduce::hip_lane (hip_lane.hip.hpp): an AMD wavefront of 64 or 32 lanes under hipcc,
+//     HIP's __shfl_* and __ballot (compiled by the tests for gfx90a and gfx1030; not yet run on one).
 //   - multireduce::host_lane (emulator/host_warp.hpp): one lane of a host-emulated warp of 32 or 64 lanes,
 //     which follows PTX shfl semantics exactly and counts what the warp does.
-// The same warp/block source therefore runs, and is tested, on both.
+// The same warp/block source therefore runs, and is tested, on the GPU and the emulator.
 //
 // A lane provides (all warp-collective calls must be made by every lane of the physical warp):
-//   static int max_warp_size   the widest physical warp of this lane type (32 for CUDA, 64 on the
-//                              emulator): logical warps wider than it do not compile
+//   static int max_warp_size   the widest physical warp of this lane type (32 for CUDA, the target's
+//                              wavefront for HIP, 64 on the emulator): logical warps wider than it do
+//                              not compile
 //   int  id()            physical lane index in the warp, 0 .. warp_size()-1
-//   int  warp_size()     physical warp size (32 on NVIDIA; 32 or 64 on the emulator)
+//   int  warp_size()     physical warp size (32 on NVIDIA; 64 or 32 on AMD; 32 or 64 on the emulator)
 //   int  warp_id(), thread_rank(), block_size()   position of the thread in its block
 //   u32  shfl_xor(u32 word, int lane_mask, int width)   PTX shfl.bfly with the logical width
 //   u32  shfl_down(u32 word, int delta, int width)      PTX shfl.down

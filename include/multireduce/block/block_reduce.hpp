@@ -19,9 +19,11 @@ namespace multireduce {
 namespace detail {
 template <int BlockThreads, int WarpThreads, class Lane>
 MULTIREDUCE_HOST_DEVICE constexpr void check_block_threads() {
-  static_assert(WarpThreads == 32 || WarpThreads == 64, "multireduce: WarpThreads must be 32 (or 64 on the emulator)");
+  static_assert(WarpThreads == 32 || WarpThreads == 64,
+                "multireduce: WarpThreads must be 32 (or 64 on the emulator and wave64 AMD GPUs)");
   static_assert(WarpThreads <= Lane::max_warp_size,
-                "multireduce: WarpThreads is wider than this lane's warp (a CUDA warp has 32 lanes)");
+                "multireduce: WarpThreads is wider than this lane's warp (a CUDA warp has 32 lanes, an AMD wavefront "
+                "32 or 64)");
   static_assert(BlockThreads >= WarpThreads && BlockThreads <= 1024 && BlockThreads % WarpThreads == 0,
                 "multireduce: BlockThreads must be a multiple of the warp size, at most 1024");
 }

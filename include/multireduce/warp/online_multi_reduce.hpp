@@ -32,7 +32,8 @@ template <class T, class Op, int LogicalWarpSize = 32, int RegisterBudget = deta
           int Streams = 1>
 class online_multi_reducer {
   static_assert(detail::is_logical_warp_size<LogicalWarpSize>,
-                "multireduce: LogicalWarpSize must be a power of two from 1 to 32 (64 on the host emulator)");
+                "multireduce: LogicalWarpSize must be a power of two from 1 to 32 (64 on the host emulator and "
+                "wave64 AMD GPUs)");
   static constexpr int levels = detail::log2_of<LogicalWarpSize>;
   static_assert(RegisterBudget >= 1 && RegisterBudget <= levels + 1,
                 "multireduce::online_multi_reducer: RegisterBudget must be 1 .. log2(LogicalWarpSize) + 1");

@@ -214,7 +214,8 @@ MULTIREDUCE_UNROLL
 /// Reduces each of `Batches` per-lane values over the logical warp, with the shuffle-based
 /// multi-reduction `Algorithm`. All lanes of the physical warp must call it together.
 /// @tparam Batches number of independent reductions (0 or more; any count).
-/// @tparam LogicalWarpSize lanes per reduction (power of two, <= 32; 64 on the emulator).
+/// @tparam LogicalWarpSize lanes per reduction (power of two, <= 32; 64 on the emulator and on wave64
+/// AMD GPUs).
 /// @tparam Algorithm butterfly, select_merge, swap or order_preserving (shared_exchange: see below).
 /// @tparam Layout striped or blocked, for Batches > LogicalWarpSize.
 /// @param values this lane's value of every batch (an array of exactly Batches elements).

@@ -1,7 +1,8 @@
 // multireduce/warp/warp_reduce.hpp -- one reduction per logical warp.
 //
-// A logical warp is LogicalWarpSize consecutive lanes (1, 2, 4, 8, 16, 32; 64 on the emulator);
-// logical lane = lane.id() % LogicalWarpSize. All lanes of the physical warp must call together.
+// A logical warp is LogicalWarpSize consecutive lanes (1, 2, 4, 8, 16, 32; 64 on the emulator and on
+// wave64 AMD GPUs); logical lane = lane.id() % LogicalWarpSize. All lanes of the physical warp must
+// call together.
 //
 // Performance notes:
 //  - log2(LogicalWarpSize) shuffles (times the 32-bit words of T) and operator applications.
@@ -24,9 +25,11 @@ inline constexpr bool is_logical_warp_size = LogicalWarpSize >= 1 && LogicalWarp
 template <int LogicalWarpSize, class Lane>
 MULTIREDUCE_HOST_DEVICE constexpr void check_logical_warp_size() {
   static_assert(is_logical_warp_size<LogicalWarpSize>,
-                "multireduce: LogicalWarpSize must be a power of two from 1 to 32 (64 on the host emulator)");
+                "multireduce: LogicalWarpSize must be a power of two from 1 to 32 (64 on the host emulator and "
+                "wave64 AMD GPUs)");
   static_assert(LogicalWarpSize <= Lane::max_warp_size,
-                "multireduce: LogicalWarpSize is wider than this lane's warp (a CUDA warp has 32 lanes)");
+                "multireduce: LogicalWarpSize is wider than this lane's warp (a CUDA warp has 32 lanes, an AMD "
+                "wavefront 32 or 64)");
 }
 template <int LogicalWarpSize>
 inline constexpr int log2_of = std::bit_width(unsigned(LogicalWarpSize)) - 1;
