@@ -9,7 +9,7 @@ PyOpenCL arrays on their OpenCL device (on their queue: docs/opencl.md).
     (45.0, [2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0])
 
 Functions: reduce, segmented_reduce, window_reduce, statistics, knn_hamming, match, match_all,
-trace,
+extract (images in: OpenCV's ORB or BRISK through cv2), trace,
 cuda_available, backends (the names backend= takes). Errors: TypeError (dtypes, frameworks),
 ValueError (shapes, arguments), MemoryError (out of GPU memory), multireduce.CudaError (any other
 CUDA failure, a RuntimeError), multireduce.Unsupported (a RuntimeError: the backend named does not
@@ -31,6 +31,7 @@ from ._api import (
     window_reduce,
 )
 from ._match import MatchAllResult, knn_hamming, match, match_all
+from ._extract import ImageFeatures, extract
 from . import colmap
 from ._core import Unsupported, UnsupportedDtype, UnsupportedJob, __version__
 
@@ -44,6 +45,8 @@ __all__ = [
     "backends",
     "colmap",
     "cuda_available",
+    "extract",
+    "ImageFeatures",
     "knn_hamming",
     "match",
     "match_all",

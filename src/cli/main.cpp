@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "command_common.hpp"
+#include "extract_cmd.hpp"
 #include "match_all_cmd.hpp"
 #include "match_cmd.hpp"
 #include "output_file.hpp"
@@ -119,6 +120,8 @@ int run_tool(int argc, char** argv) {
   auto* match_cmd = cli::add_match_command(app, match);
   cli::match_all_options match_all;
   auto* match_all_cmd = cli::add_match_all_command(app, match_all);
+  cli::extract_options extract;
+  auto* extract_cmd = cli::add_extract_command(app, extract);
 
   // A first word that is neither an option nor a subcommand: say so plainly.
   if (argc > 1 && argv[1][0] != '-') {
@@ -139,6 +142,7 @@ int run_tool(int argc, char** argv) {
   if (*stats_cmd) return cli::run_stats(stats);
   if (*match_cmd) return cli::run_match(match);
   if (*match_all_cmd) return cli::run_match_all(match_all);
+  if (*extract_cmd) return cli::run_extract(extract);
   if (*trace_cmd) {
     multireduce::parse(algorithm, trace.algorithm);
     if (!multireduce::runtime::trace_supported(trace.batches, trace.width)) {
