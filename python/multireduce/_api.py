@@ -16,7 +16,7 @@ from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
-from . import _core, _keywords
+from . import _arrays, _backends, _core, _keywords
 from ._arrays import host_operand, operand, order_before, settle
 from ._calls import (BACKENDS, INT32_MAX, INT64_MAX, bounded, check_backend, devices_of, flag, integer,
                      result_dtype)
@@ -48,13 +48,14 @@ class Statistics(NamedTuple):
 
 
 def cuda_available() -> bool:
-    """True when this build has the CUDA backend and the process sees a GPU."""
-    return _core.device_count("cuda") > 0
+    """True when this build has the backend that reads CUDA memory and the process sees a GPU."""
+    reader = _backends.reader_of_dlpack(_arrays.DL_CUDA)
+    return reader is not None and _core.device_count(reader.name) > 0
 
 
 def backends() -> list:
     """The names backend= takes: "auto", then the runtime's backends in the order "auto" tries them
-    (["auto", "cuda", "cpu", "opencl"])."""
+    (the runtime's table, as _core.backend_table() gives it)."""
     return _core.backends()
 
 

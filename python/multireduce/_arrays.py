@@ -1,6 +1,7 @@
 """How multireduce meets arrays: NumPy, anything with ``__dlpack__`` (CuPy, PyTorch, JAX, ...),
 ``__cuda_array_interface__`` (Numba, ...) as a fallback, and PyOpenCL's arrays (read in place by the
-OpenCL backend, on their queue: _from_pyopencl).
+backend whose memory is DLPack's kDLOpenCL, on their queue: _from_pyopencl). Which backend's memory
+an array is in comes from the runtime's table, by DLPack device type (_backends).
 
 operand() imports an array as an Operand (_records): its address, dtype name, shape, memory, device
 and stream, and the objects that keep it alive. C-contiguous arrays are used in place; any other
@@ -23,14 +24,22 @@ from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from . import _core
-from ._records import CUDA, HOST, OPENCL, Operand, make_record
+from . import _backends, _core
+from ._records import HOST, Operand, make_record
 
 DTYPES = (
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64",
 )
 
-_DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 13
+# DLPack's device types (DLDeviceType) of the memory the frameworks here hand over.
+DL_CUDA, DL_OPENCL, DL_CUDA_MANAGED = 2, 4, 13
+# Those whose __dlpack__(stream=...) orders the producer's work before a stream of ours (DLPack's
+# stream rule): a capsule of device memory is read in place only then.
+_DL_ORDERED_BY_STREAM = (DL_CUDA, DL_CUDA_MANAGED)
+# The memory the core takes arrays in CUDA memory (PyTorch's, CuPy's, the CUDA array interface's)
+# and PyOpenCL's buffers as: the table's (None where no backend reads it).
+_CUDA_MEMORY = _backends.memory_of_dlpack(DL_CUDA)
+_OPENCL_MEMORY = _backends.memory_of_dlpack(DL_OPENCL)
 
 _FRAMEWORKS = {np.ndarray: "numpy"}  # type -> framework, filled as types are met
 
@@ -162,8 +171,8 @@ def contiguous_copy(x, framework: str, name: str):
         import jax.numpy as jnp
 
         return jnp.array(x, copy=True)
-    device_type = int(x.__dlpack_device__()[0]) if hasattr(x, "__dlpack_device__") else _DL_CUDA
-    if device_type in (_DL_CPU, _DL_CUDA_HOST):
+    device_type = int(x.__dlpack_device__()[0]) if hasattr(x, "__dlpack_device__") else DL_CUDA
+    if _backends.memory_of_dlpack(device_type) == HOST:
         return np.ascontiguousarray(np.from_dlpack(x))
     raise ValueError(f"{name} is a strided {type(x).__name__} in device memory, which multireduce cannot copy "
                      f"for you: pass a C-contiguous copy of it (or a CuPy/PyTorch view of it)")
@@ -222,20 +231,20 @@ def numpy_address(a: np.ndarray) -> int:
 
 def _torch_fast(x) -> Optional[Operand]:
     dtype = _TORCH_NAMES.get(x.dtype)
-    if dtype is None or not x.is_cuda or not x.is_contiguous():
+    if dtype is None or not x.is_cuda or not x.is_contiguous() or _CUDA_MEMORY is None:
         return None
     device = x.get_device()
-    return make_record(Operand, ("torch", x, x.data_ptr(), dtype, x.shape, x.numel(), CUDA, device,
+    return make_record(Operand, ("torch", x, x.data_ptr(), dtype, x.shape, x.numel(), _CUDA_MEMORY, device,
                                  _torch_current_stream(device), None))
 
 
 def _cupy_fast(x) -> Optional[Operand]:
     dtype = _NUMPY_NAMES.get(x.dtype)
-    if dtype is None or not x._c_contiguous:
+    if dtype is None or not x._c_contiguous or _CUDA_MEMORY is None:
         return None
     data = x.data  # a MemoryPointer: the address and its device without making a Device object
     device = data.device_id
-    return make_record(Operand, ("cupy", x, data.ptr, dtype, x.shape, x.size, CUDA, device,
+    return make_record(Operand, ("cupy", x, data.ptr, dtype, x.shape, x.size, _CUDA_MEMORY, device,
                                  _cupy_current_stream(device), None))
 
 
@@ -310,7 +319,7 @@ def _from_torch(x, name: str, stream) -> Optional[Operand]:
     """A PyTorch tensor read directly (its pointer, dtype, shape), when the work runs on its current
     stream: nothing to order, so no DLPack capsule is needed. None otherwise (DLPack orders it)."""
     if x.is_cuda:
-        device, memory = x.get_device(), CUDA
+        device, memory = x.get_device(), _in_cuda_memory(name)
         handle = _torch_current_stream(device) if stream is None else _current_stream_or_none(stream, x, "torch", device)
         if handle is None:
             return None
@@ -336,11 +345,21 @@ def _from_cupy(x, name: str, stream) -> Optional[Operand]:
     if handle is None:
         return None
     dtype = _check_numpy_like(x, name, "cupy")
+    memory = _in_cuda_memory(name)
     if not _layout_is_c(x):
         x = contiguous_copy(x, "cupy", name)  # (on CuPy's current stream, the one the work goes on)
         data = x.data
     return Operand(framework="cupy", obj=x, address=data.ptr, dtype=dtype, shape=x.shape, size=x.size,
-                   memory=CUDA, device=device, stream=handle, keep=None)
+                   memory=memory, device=device, stream=handle, keep=None)
+
+
+def _in_cuda_memory(name: str) -> str:
+    """The memory of an array in CUDA memory, as the table names it; TypeError where no backend of
+    the table reads it."""
+    if _CUDA_MEMORY is None:
+        raise TypeError(f"{name} is in CUDA memory, which no backend of this build reads (DLPack device type "
+                        f"{DL_CUDA}); pass a host copy")
+    return _CUDA_MEMORY
 
 
 def _from_dlpack(x, name: str, framework: str, stream) -> Operand:
@@ -348,13 +367,14 @@ def _from_dlpack(x, name: str, framework: str, stream) -> Operand:
     Operand lives; a device array's producer orders its pending work before our stream."""
     device_type, device_id = x.__dlpack_device__()
     device_type = int(device_type)
-    if device_type in (_DL_CUDA, _DL_CUDA_MANAGED):
-        device, memory = int(device_id), CUDA
+    memory = _backends.memory_of_dlpack(device_type)
+    if memory == HOST:
+        device, handle = -1, stream_handle(stream, x, framework, -1)
+        capsule = x.__dlpack__()
+    elif memory is not None and device_type in _DL_ORDERED_BY_STREAM:
+        device = int(device_id)
         handle = stream_handle(stream, x, framework, device)
         capsule = x.__dlpack__(stream=_dlpack_stream(handle))
-    elif device_type in (_DL_CPU, _DL_CUDA_HOST):
-        device, memory, handle = -1, HOST, stream_handle(stream, x, framework, -1)
-        capsule = x.__dlpack__()
     else:
         raise TypeError(f"{name} is on a device multireduce does not run on (DLPack device type {device_type})")
     info = _DLPackInfo._make(_core.dlpack_info(capsule))
@@ -393,7 +413,7 @@ def _from_cai(x, cai: dict, name: str, framework: str, stream) -> Operand:
         _wait_for(producer, handle, device)
     shape = tuple(int(d) for d in cai["shape"])
     return Operand(framework=framework, obj=x, address=int(cai["data"][0]), dtype=dtype, shape=shape,
-                   size=math.prod(shape), memory=CUDA, device=device, stream=handle, keep=None)
+                   size=math.prod(shape), memory=_in_cuda_memory(name), device=device, stream=handle, keep=None)
 
 
 def _cai_device(address: int) -> int:
@@ -468,9 +488,11 @@ def _from_pyopencl(x, name: str, stream) -> Operand:
     if not x.flags.c_contiguous and x.size > 0:
         raise ValueError(f"{name} is a strided PyOpenCL array (strides {x.strides} for shape {x.shape}), which "
                          f"PyOpenCL cannot copy on the device: pass a C-contiguous PyOpenCL array")
-    device = _core.device_of_stream(OPENCL, queue.int_ptr)
+    reader = _backends.reader_of_dlpack(DL_OPENCL)
+    device = _core.device_of_stream(reader.name, queue.int_ptr) if reader is not None else -1
     if device < 0:
-        raise TypeError(f"{name} is a PyOpenCL array, and this build of multireduce has no OpenCL backend; "
+        how = f"backend {reader.name!r}: {reader.summary}" if reader is not None else "no backend reads OpenCL buffers"
+        raise TypeError(f"{name} is a PyOpenCL array, and this build of multireduce reads none in place ({how}); "
                         f"pass {name}.get()")
     buffer = None
     if x.size > 0:
@@ -495,7 +517,7 @@ def _from_pyopencl(x, name: str, stream) -> Operand:
             raise ValueError(f"{name}'s view at byte offset {x.offset} cannot be read ({e})") from None
     address = 0 if buffer is None else buffer.int_ptr
     return Operand(framework="pyopencl", obj=x, address=address, dtype=dtype, shape=tuple(x.shape), size=x.size,
-                   memory=OPENCL, device=device, stream=queue.int_ptr,
+                   memory=_OPENCL_MEMORY, device=device, stream=queue.int_ptr,
                    keep=OpenCLHandles(buffer, queue, x.queue is None))
 
 

@@ -10,7 +10,7 @@ import operator
 
 import numpy as np
 
-from . import _core
+from . import _backends, _core
 
 # The names backend= takes: "auto", then the runtime's backends in the order "auto" tries them
 # (read once; check_backend() reads the table again before it refuses a name).
@@ -28,22 +28,27 @@ def check_backend(backend) -> str:
 
 
 def devices_of(devices, backend: str):
-    """(GPU ordinals, backend) of a devices= call: None leaves both as they are; "all" is every CUDA
-    device; a list names GPUs (a number may repeat: two workers on one GPU). Host data then runs on
-    those GPUs ("auto" becomes "cuda"). ValueError for an empty list, a bad number (negative, past
-    int32), no GPU at all or backend="cpu"; the core refuses a GPU that does not exist and a job
-    that does not split."""
+    """(device ordinals, backend) of a devices= call: None leaves both as they are; "all" is every
+    device of the backend that splits jobs over several (the runtime's table: _backends.splitting);
+    a list names its devices (a number may repeat: two workers on one GPU). Host data then runs on
+    those devices ("auto" becomes that backend). ValueError for an empty list, a bad number
+    (negative, past int32), no such device at all or a backend that numbers no devices (the CPU);
+    the core refuses a device that does not exist and a job that does not split."""
     if devices is None:
         return (), backend
-    if backend == "cpu":
-        raise ValueError("devices= names GPUs, and backend='cpu' runs on the CPU")
+    named = _backends.entry(backend)
+    if named is not None and not named.device_noun:
+        raise ValueError(f"devices= names GPUs, and backend={backend!r} runs on {named.noun}")
+    owner = _backends.splitting(backend)
+    into = owner.name if owner is not None and backend == "auto" else backend
     if isinstance(devices, str):
         if devices != "all":
             raise ValueError(f"devices must be 'all' or a list of GPU numbers, not {devices!r}")
-        count = _core.device_count("cuda")
+        count = _core.device_count(owner.name) if owner is not None else 0
         if count == 0:
-            raise ValueError("devices='all': there is no CUDA device here")
-        return tuple(range(count)), "cuda" if backend == "auto" else backend
+            noun = owner.device_noun if owner is not None else "device that splits a job"
+            raise ValueError(f"devices='all': there is no {noun} here")
+        return tuple(range(count)), into
     try:
         ordinals = tuple(integer(d, "a device") for d in devices)
     except TypeError:
@@ -54,7 +59,7 @@ def devices_of(devices, backend: str):
         raise ValueError(f"devices must be GPU numbers (0 or more), not {list(ordinals)}")
     if any(d > INT32_MAX for d in ordinals):  # (the core takes C ints)
         raise ValueError(f"devices must be GPU numbers from 0 to 2**31 - 1, not {list(ordinals)}")
-    return ordinals, "cuda" if backend == "auto" else backend
+    return ordinals, into
 
 
 def integer(value, name: str) -> int:

@@ -10,6 +10,10 @@ match_max_k: int
 operand_fields: Tuple[str, ...]  # ("framework", "obj", "address", "dtype", "shape", "size", "memory", "device", "stream", "keep")
 job_fields: Tuple[str, ...]  # ("op", "shape", "length", "segments", "inner", "offsets", "check_offsets", "new_output")
 shapes: Tuple[str, ...]  # ("whole", "axis", "fixed_segments", "offsets", "window")
+# ("name", "summary", "noun", "memory", "device_noun", "splits_over_devices", "dlpack_device_types",
+#  "automatic_for_host_data"): the fields of each backend_table() entry (src/runtime/backend.hpp)
+backend_fields: Tuple[str, ...]
+host_memory: str  # an operand's memory in host memory ("host")
 
 class Unsupported(RuntimeError): ...  # the backend does not run the job; the message starts "backend='NAME': "
 class UnsupportedDtype(Unsupported, TypeError): ...  # ... because of the element type
@@ -23,7 +27,7 @@ class _Operand(NamedTuple):  # (multireduce._records.Operand)
     dtype: str
     shape: Tuple[int, ...]
     size: int
-    memory: str  # "host" or "cuda"
+    memory: str  # host_memory, or a backend_table() entry's memory
     device: int  # -1 for host memory
     stream: int  # a cudaStream_t; 0: the default stream
     keep: object
@@ -40,6 +44,9 @@ class _Job(NamedTuple):  # (multireduce._records.Job)
 
 def dlpack_info(capsule: object) -> Tuple[int, str, Tuple[int, ...], Optional[Tuple[int, ...]], int, int, bool]: ...
 def backends() -> List[str]: ...
+def backend_table() -> List[Tuple[str, str, str, str, str, bool, Tuple[int, ...], bool]]: ...
+def numbering_devices_for(backend: str) -> Optional[str]: ...
+def splitting_devices_for(backend: str) -> Optional[str]: ...
 def device_count(backend: str) -> int: ...
 def device_of_stream(backend: str, stream: int) -> int: ...
 def result_dtype(op: str, dtype: str) -> str: ...

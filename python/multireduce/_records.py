@@ -5,11 +5,12 @@ record's fields by position, and the front, which reads them by name, cannot dis
 
 Operand fields: framework ("numpy", "torch", "cupy", "jax" or "other"), obj (the array as given),
 address (an int), dtype (a name multireduce takes), shape (a tuple of ints), size (the element
-count), memory ("host", or the memory of the backend that reads it in place: "cuda", "opencl"),
-device (-1 for host memory), stream (the cudaStream_t, an int; 0 for the default stream), keep
-(what keeps the memory alive beside obj: a DLPack capsule, a converted copy; or None). A PyOpenCL
-array ("pyopencl", memory "opencl") has a cl_mem as its address, the ordinal of its queue's device
-as its device, the cl_command_queue as its stream and an OpenCLHandles as keep (_arrays).
+count), memory (HOST, or the memory of the backend that reads it in place, as the runtime's table
+names it: _backends), device (-1 for host memory), stream (the cudaStream_t, an int; 0 for the
+default stream), keep (what keeps the memory alive beside obj: a DLPack capsule, a converted copy;
+or None). A PyOpenCL array ("pyopencl", in the memory the table gives DLPack's kDLOpenCL) has a
+cl_mem as its address, the ordinal of its queue's device as its device, the cl_command_queue as
+its stream and an OpenCLHandles as keep (_arrays).
 
 Job fields: op, shape (a Shape), length, segments, inner (the extents of runtime::reduce_job), offsets
 (an int64 Operand, or None), check_offsets (the caller's check_offsets), new_output (the output was
@@ -28,15 +29,12 @@ import enum
 from collections import namedtuple
 
 from . import _core
+from ._backends import HOST  # noqa: F401 -- Operand.memory of host memory (a device array's: its backend's)
 
 Operand = namedtuple("Operand", _core.operand_fields, module=__name__)
 Job = namedtuple("Job", _core.job_fields, module=__name__)
 Shape = enum.Enum("Shape", [(name.upper(), name) for name in _core.shapes], type=str, module=__name__)
 Shape.__doc__ = "The shapes of a reduction, as the core names them (a str: Shape.WHOLE == 'whole')."
-
-HOST = "host"  # Operand.memory of host memory
-CUDA = "cuda"  # Operand.memory of CUDA device memory (the cuda backend's)
-OPENCL = "opencl"  # Operand.memory of an OpenCL context's memory (the opencl backend's: PyOpenCL arrays)
 
 # The order in which make_record() takes an Operand's and a Job's values (the fast paths' positional
 # records): the core's order, or the package does not import.

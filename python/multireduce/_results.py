@@ -13,6 +13,7 @@ from typing import Any, Tuple
 import numpy as np
 
 from ._arrays import framework_of, host_operand, numpy_address, operand, pyopencl_alignment, pyopencl_queue
+from ._backends import device_words
 from ._records import HOST, Operand
 
 
@@ -149,9 +150,8 @@ def _itemsize(dtype: str) -> int:
 
 
 def _where(a: Operand) -> str:
-    if a.memory == HOST:
-        return "the host"
-    return f"OpenCL device {a.device}" if a.framework == "pyopencl" else f"GPU {a.device}"
+    """"the host", or the device as its backend names it ("CUDA device 1")."""
+    return device_words(a.memory, a.device)
 
 
 # ---- the slabs: results of the small calls on a GPU, allocated ahead ---------------------------------

@@ -233,8 +233,9 @@ def main():
     row("sum of 2^14 float32 (per call, back to back)", "torch.sum", call_overhead(lambda: torch.sum(x)),
         call_overhead(lambda: mr.reduce(x)))
     if args.profile:  # where a call's host time goes (no peer: each piece alone)
-        from . import _api, _arrays, _core, _results
+        from . import _api, _arrays, _backends, _core, _results
 
+        gpu_backend = _backends.reader_of_dlpack(_arrays.DL_CUDA).name  # the backend that reads x in place
         a = _arrays.operand(x)
         whole, _ = _api._whole("sum", a.dtype)  # the cached whole-array Job, as mr.reduce passes it
         slab = torch.empty(1024, dtype=torch.float32, device=dev)
@@ -246,8 +247,8 @@ def main():
             "import_general (torch)": lambda: _arrays.import_general(x, "x", None),
             "scalar_slabs.reserve": lambda: _results.scalar_slabs.reserve(a, a.dtype),
             "slab[7]": lambda: slab[7],
-            "_core.reduce alone (whole Job)": lambda: _core.reduce(a, whole, out, "cuda"),
-            "_core.device_count (a bare call)": lambda: _core.device_count("cuda"),
+            "_core.reduce alone (whole Job)": lambda: _core.reduce(a, whole, out, gpu_backend),
+            "_core.device_count (a bare call)": lambda: _core.device_count(gpu_backend),
             "x.new_empty((2000000,))": lambda: x.new_empty((2_000_000,)),
             "x.__dlpack__(stream)": lambda: x.__dlpack__(stream=1),
         }

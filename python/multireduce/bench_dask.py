@@ -75,8 +75,9 @@ def main():
         from dask_cuda import LocalCUDACluster
     except ImportError:
         sys.exit("dask_cuda is not installed: pip install dask-cuda")
-    from multireduce import _core
-    gpus = _core.device_count("cuda")
+    from multireduce import _arrays, _backends, _core
+    reader = _backends.reader_of_dlpack(_arrays.DL_CUDA)  # the backend of the GPUs' memory
+    gpus = _core.device_count(reader.name) if reader is not None else 0
     rows = []
     for workers in sorted({1, gpus}):
         visible = ",".join(str(d) for d in range(workers))

@@ -38,7 +38,7 @@ namespace {
 // ---- DLPack (the structs of dlpack.h, v1.0: a stable C ABI) ---------------------------------------
 
 struct dl_device {
-  std::int32_t device_type;  // 1 CPU, 2 CUDA, 3 CUDA pinned host, 13 CUDA managed
+  std::int32_t device_type;  // DLDeviceType: which backend's memory it is, the table says (backend_table)
   std::int32_t device_id;
 };
 struct dl_data_type {
@@ -115,8 +115,9 @@ nb::tuple dlpack_info(nb::handle capsule) {
 // job_fields (python/multireduce/_records.py).
 
 /// An array as the front imported it: its framework and object, its address, dtype name, shape and
-/// element count, the memory it is in ("host" or a backend's, "cuda"), its device, the stream its
-/// work is queued on, and what keeps it alive.
+/// element count, the memory it is in ("host", or the memory a backend of the table reads: its
+/// backend_table entry's memory), its device, the stream its work is queued on, and what keeps it
+/// alive.
 const char* const operand_fields[] = {"framework", "obj", "address", "dtype", "shape", "size",
                                       "memory", "device", "stream", "keep"};
 constexpr std::size_t op_address = 2, op_dtype = 3, op_size = 5, op_memory = 6, op_device = 7, op_stream = 8;
@@ -170,7 +171,7 @@ std::uintptr_t address_of(nb::handle h) {
   return static_cast<std::uintptr_t>(v);
 }
 
-/// Where an operand's memory is: host memory, or the memory the named backend reads ("cuda").
+/// Where an operand's memory is: host memory, or the memory the named backend reads (backend_table's memory).
 rt::memory memory_of(std::string_view name) { return name == "host" ? rt::memory::host() : rt::memory::of(name); }
 
 /// The operand's array (its memory's name must outlive the view: the operand holds it).
@@ -270,6 +271,34 @@ std::pair<std::vector<std::tuple<std::string, std::size_t, std::string>>, std::s
   });
 }
 
+// ---- the table of backends, as the front reads it (python/multireduce/_backends.py) ---------------
+
+/// What each entry of the runtime's table declares (backend.hpp): its name, its --help summary, what
+/// it is in a sentence, its memory ("host", or the name of the memory it reads in place), how a
+/// device of it is named ("" where it numbers none), whether it splits a job over several devices,
+/// the DLPack device types of its memory, and whether "auto" runs host data on it.
+const char* const backend_fields[] = {"name", "summary", "noun", "memory", "device_noun", "splits_over_devices",
+                                      "dlpack_device_types", "automatic_for_host_data"};
+
+nb::list backend_table() {
+  nb::list entries;
+  for (const rt::backend* b : *rt::backend_table()) {
+    const rt::memory where = b->device_memory();
+    nb::list types;
+    for (int t : b->dlpack_device_types()) types.append(t);
+    entries.append(nb::make_tuple(std::string(b->name()), std::string(b->summary()), std::string(b->noun()),
+                                  where.is_host() ? std::string("host") : std::string(where.backend()),
+                                  std::string(b->device_noun()), b->splits_over_devices(), nb::tuple(types),
+                                  b->automatic_for_host_data()));
+  }
+  return entries;
+}
+
+/// The name of a backend the table gives for a call to `backend` (nullptr: None).
+std::optional<std::string> name_or_none(const rt::backend* b) {
+  return b ? std::optional<std::string>(std::string(b->name())) : std::nullopt;
+}
+
 std::string trace(const std::string& algorithm, int batches, int width) {
   rt::trace_options opts;
   if (!multireduce::parse(algorithm, opts.algorithm)) {
@@ -295,6 +324,8 @@ NB_MODULE(_core, m) {
   m.attr("match_max_k") = multireduce::match_max_k;
   m.attr("operand_fields") = field_names(operand_fields, std::size(operand_fields));
   m.attr("job_fields") = field_names(job_fields, std::size(job_fields));
+  m.attr("backend_fields") = field_names(backend_fields, std::size(backend_fields));
+  m.attr("host_memory") = "host";  // an operand's memory field for host memory (memory_of)
   {
     nb::list shapes;
     for (rt::shape_kind k : rt::all_shape_kinds) shapes.append(nb::str(std::string(rt::to_string(k)).c_str()));
@@ -333,6 +364,14 @@ NB_MODULE(_core, m) {
   using release = nb::call_guard<nb::gil_scoped_release>;
   m.def("dlpack_info", &dlpack_info, nb::arg("capsule"));
   m.def("backends", [] { return rt::backend_names(); }, "auto, then the runtime's backends in the order auto tries them");
+  m.def("backend_table", &backend_table,
+        "the runtime's backends in the order auto tries them, each a tuple of backend_fields");
+  m.def(
+      "numbering_devices_for", [](const std::string& backend) { return name_or_none(rt::numbering_devices_for(backend)); },
+      nb::arg("backend"), "the backend whose devices a device number names on a call to `backend` (or None)");
+  m.def(
+      "splitting_devices_for", [](const std::string& backend) { return name_or_none(rt::splitting_devices_for(backend)); },
+      nb::arg("backend"), "the backend whose devices a set of several (devices=) names on a call to `backend` (or None)");
   m.def("device_count", [](const std::string& backend) { return rt::device_count(backend); }, release(),
         nb::arg("backend"));
   m.def("device_of_stream",
@@ -340,8 +379,8 @@ NB_MODULE(_core, m) {
           return rt::device_of_stream(backend, reinterpret_cast<void*>(stream));
         },
         release(), nb::arg("backend"), nb::arg("stream"),
-        "the ordinal of the backend's device that runs the queue `stream` (an OpenCL cl_command_queue); -1 where "
-        "the backend's streams name no device");
+        "the ordinal of the backend's device that runs the queue `stream` (where a backend's queue names its device); "
+        "-1 where the backend's streams name no device");
   m.def("result_dtype", &result_dtype, nb::arg("op"), nb::arg("dtype"));
   m.def("reduce", &reduce, nb::arg("x"), nb::arg("job"), nb::arg("out"), nb::arg("backend"),
         nb::arg("devices") = std::vector<int>{});

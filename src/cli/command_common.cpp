@@ -112,11 +112,14 @@ runtime::execution backend_options::execution() const {
 
 namespace {
 
-/// The GPUs of --devices: "all", or device numbers separated by commas (a number may repeat: two
-/// workers on one GPU). Throws CLI::ValidationError naming what is wrong.
-std::vector<int> parse_devices(const std::string& text) {
-  const int count = runtime::cuda_device_count();
-  if (count == 0) throw CLI::ValidationError("--devices", fmt::format("{}: there is no CUDA device here", text));
+/// The devices of --devices, of runtime::splitting_devices_for(backend): "all", or device numbers
+/// separated by commas (a number may repeat: two workers on one device). Throws
+/// CLI::ValidationError naming what is wrong.
+std::vector<int> parse_devices(const std::string& text, const std::string& backend) {
+  const runtime::backend* owner = runtime::splitting_devices_for(backend);
+  const std::string noun = owner ? std::string(owner->device_noun()) : "device that splits a job";
+  const int count = owner ? owner->device_count() : 0;
+  if (count == 0) throw CLI::ValidationError("--devices", fmt::format("{}: there is no {} here", text, noun));
   std::vector<int> devices;
   if (text == "all") {
     for (int d = 0; d < count; ++d) devices.push_back(d);
@@ -132,13 +135,30 @@ std::vector<int> parse_devices(const std::string& text) {
       throw CLI::ValidationError("--devices", fmt::format("'{}' is not a list of device numbers (\"0,1,3\") or \"all\"",
                                                           text));
     if (d >= count)
-      throw CLI::ValidationError("--devices", fmt::format("{} is out of range: this machine has {} CUDA device{}, "
+      throw CLI::ValidationError("--devices", fmt::format("{} is out of range: this machine has {} {}{}, "
                                                           "a device number is an integer from 0 to {}",
-                                                          d, count, count == 1 ? "" : "s", count - 1));
+                                                          d, count, noun, count == 1 ? "" : "s", count - 1));
     devices.push_back(d);
     at = comma + 1;
   }
   return devices;
+}
+
+/// "a CUDA device", "an OpenCL device".
+std::string with_article(std::string_view noun) {
+  const bool vowel = !noun.empty() && std::string_view("AEIOUaeiou").find(noun.front()) != std::string_view::npos;
+  return fmt::format("{} {}", vowel ? "an" : "a", noun);
+}
+
+/// --device's help, from the table: whose device a number names, by --backend.
+std::string device_help() {
+  const runtime::backend* otherwise = runtime::numbering_devices_for("auto");
+  std::string help = "the device (default 0): ";
+  help += otherwise ? with_article(otherwise->device_noun()) : "a device";
+  for (const runtime::backend* b : runtime::backends())
+    if (b != otherwise && !b->device_noun().empty())
+      help += fmt::format(", or with --backend {} {}", b->name(), with_article(b->device_noun()));
+  return help + " (multireduce --version lists them); it must exist, whatever the backend";
 }
 
 }  // namespace
@@ -159,23 +179,21 @@ void add_backend_options(CLI::App& cmd, backend_options& opts, const char* timin
   add_integer(
       cmd, "--device",
       [&opts](std::int64_t d) {
-        // --backend is parsed first: an OpenCL device for --backend opencl, else a CUDA device.
-        const bool opencl = opts.backend == "opencl";
-        const char* kind = opencl ? "OpenCL" : "CUDA";
-        const int devices = runtime::device_count(opencl ? "opencl" : "cuda");
+        // --backend is parsed first: a device of the backend that numbers devices for it.
+        const runtime::backend* owner = runtime::numbering_devices_for(opts.backend);
+        const std::string noun = owner ? std::string(owner->device_noun()) : "numbered device";
+        const int devices = owner ? owner->device_count() : 0;
         if (devices == 0)
-          throw CLI::ValidationError("--device", fmt::format("{}: there is no {} device here", d, kind));
+          throw CLI::ValidationError("--device", fmt::format("{}: there is no {} here", d, noun));
         if (d >= devices)
-          throw CLI::ValidationError("--device", fmt::format("{} is out of range: this machine has {} {} device{}, "
+          throw CLI::ValidationError("--device", fmt::format("{} is out of range: this machine has {} {}{}, "
                                                              "a device number is an integer from 0 to {}",
-                                                             d, devices, kind, devices == 1 ? "" : "s", devices - 1));
+                                                             d, devices, noun, devices == 1 ? "" : "s", devices - 1));
         opts.device = static_cast<int>(d);
       },
-      "the device (default 0): a CUDA device, or with --backend opencl an OpenCL device (multireduce --version "
-      "lists them); it must exist, whatever the backend",
-      0, std::numeric_limits<int>::max(), "a device number");
+      device_help(), 0, std::numeric_limits<int>::max(), "a device number");
   cmd.add_option_function<std::string>(
-         "--devices", [&opts](const std::string& text) { opts.devices = parse_devices(text); },
+         "--devices", [&opts](const std::string& text) { opts.devices = parse_devices(text, opts.backend); },
          "several GPUs: \"all\" or device numbers such as 0,1,2,3 (a number may repeat); the whole-array jobs, the "
          "matcher's search and match-all split their work over them, with the same results as on one")
       ->type_name("LIST|all")

@@ -73,8 +73,9 @@ struct backend_options {
   bool timing = false;
   runtime::execution execution() const;
 };
-/// Adds them to `cmd` (`timing_help` says what --timing prints). --device must name a CUDA device
-/// of this machine whatever the backend ("a device number from 0 to 7").
+/// Adds them to `cmd` (`timing_help` says what --timing prints). --device must name a device of this
+/// machine whatever the backend: one of runtime::numbering_devices_for(--backend) ("a device number
+/// from 0 to 7"); --devices, several of runtime::splitting_devices_for(--backend).
 void add_backend_options(CLI::App& cmd, backend_options& opts, const char* timing_help);
 
 /// The wall clock of one command, from its start (reading included) to its last output.

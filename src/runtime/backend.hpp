@@ -6,11 +6,15 @@
 // it sees and, for every job, whether it runs it and why not. The entry points of runtime.hpp read the table: "auto" takes the first
 // backend in table order that runs the job where its data lives; an unknown name is refused with
 // the list of names; the CLI's --backend, its --help and the Python package's backend= read the
-// same list. Adding a backend: docs/architecture.md, "Adding a backend".
+// same list. What the fronts present and route is the table's too: how a backend names its devices
+// (--device N, the errors), whether it splits a job over several (--devices, devices=), and which
+// DLPack device types its memory is (the Python package's routing of arrays), so that neither front
+// names a backend. Adding a backend: docs/architecture.md, "Adding a backend".
 #pragma once
 
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,6 +56,19 @@ class backend {
   virtual bool automatic_for_host_data() const { return true; }
   /// The devices it sees now (0: none usable, or not built in).
   virtual int device_count() const = 0;
+  /// How the fronts name one of its devices ("CUDA device", "OpenCL device"): --device N is checked
+  /// against its device_count() ("there is no CUDA device here"). Empty for a backend that numbers
+  /// no devices of its own (the CPU): a device number then names one of numbering_devices_for().
+  virtual std::string_view device_noun() const { return {}; }
+  /// Whether it runs the jobs that split on a set of several of its devices (--devices LIST,
+  /// devices=[...]; device_set).
+  virtual bool splits_over_devices() const { return false; }
+  /// The DLPack device types (DLDeviceType) of the memory it reads in place, device_memory(): the
+  /// Python package hands an array in memory of one of these types (a DLPack capsule, a framework's
+  /// array in that memory) to the runtime as in device_memory(). CUDA's: kDLCUDA (2) and
+  /// kDLCUDAManaged (13); OpenCL's buffers: kDLOpenCL (4); the CPU's, host memory: kDLCPU (1) and
+  /// kDLCUDAHost (3, pinned host memory).
+  virtual std::span<const int> dlpack_device_types() const { return {}; }
   /// A device in words for --timing and --version ("device 0, NVIDIA H200"; "2 CPU threads").
   virtual std::string describe_device(int ordinal) const = 0;
 
@@ -92,5 +109,17 @@ std::shared_ptr<const std::vector<const backend*>> backend_table();
 void register_backend(const backend& b, std::size_t position = std::size_t(-1));
 /// The backend named `name`; throws std::invalid_argument naming every backend when there is none.
 const backend& find_backend(std::string_view name);
+
+// ---- the table as the fronts read it ----------------------------------------------------------------
+
+/// The backend whose devices a device number names on a call to backend `name` (--device N): the
+/// named one where it numbers its devices (a device_noun()); else (auto, the CPU) the first of the
+/// table that does and that "auto" runs host data on; nullptr where there is none. Throws
+/// std::invalid_argument for an unknown name.
+const backend* numbering_devices_for(std::string_view name);
+/// The backend whose devices a set of several names on a call to backend `name` (--devices,
+/// devices=): the named one where it splits over devices, else the first of the table that does;
+/// nullptr where there is none. Throws std::invalid_argument for an unknown name.
+const backend* splitting_devices_for(std::string_view name);
 
 }  // namespace multireduce::runtime

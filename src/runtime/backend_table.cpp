@@ -77,6 +77,26 @@ const backend& find_backend(std::string_view name) {
   throw std::invalid_argument("unknown backend '" + std::string(name) + "': the backends are " + names_of(*t, ", "));
 }
 
+const backend* numbering_devices_for(std::string_view name) {
+  if (name != "auto") {
+    const backend& named = find_backend(name);
+    if (!named.device_noun().empty()) return &named;
+  }
+  for (const backend* b : *snapshot())
+    if (!b->device_noun().empty() && b->automatic_for_host_data()) return b;
+  return nullptr;
+}
+
+const backend* splitting_devices_for(std::string_view name) {
+  if (name != "auto") {
+    const backend& named = find_backend(name);
+    if (named.splits_over_devices()) return &named;
+  }
+  for (const backend* b : *snapshot())
+    if (b->splits_over_devices()) return b;
+  return nullptr;
+}
+
 std::vector<std::string> backend_names() {
   std::vector<std::string> names{"auto"};
   for (const backend* b : *snapshot()) names.emplace_back(b->name());

@@ -3,6 +3,7 @@
 // reason and what to install, so that "auto" passes it over and naming it says why.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -12,18 +13,28 @@ namespace multireduce::runtime {
 
 class unavailable_backend final : public backend {
  public:
-  /// `device_noun`: how --version and reports name an ordinal ("GPU", "OpenCL device").
-  unavailable_backend(std::string_view name, std::string_view summary, std::string_view noun, memory device_memory,
-                      bool automatic, std::string_view device_noun, std::string_view why)
-      : name_(name), summary_(summary), noun_(noun), memory_(device_memory), automatic_(automatic),
-        device_noun_(device_noun), why_(why) {}
-  std::string_view name() const override { return name_; }
-  std::string_view summary() const override { return summary_; }
-  std::string_view noun() const override { return noun_; }
-  memory device_memory() const override { return memory_; }
-  bool automatic_for_host_data() const override { return automatic_; }
+  /// What the real backend declares in the table (backend.hpp), so that the fronts present and
+  /// route the stand-in as they would the backend, and why this build has none.
+  struct declaration {
+    std::string_view name, summary, noun;
+    memory device_memory;
+    bool automatic_for_host_data;
+    std::string_view device_noun;  ///< also how --version and reports name an ordinal ("CUDA device 0")
+    bool splits_over_devices;
+    std::span<const int> dlpack_device_types;
+    std::string_view why;
+  };
+  explicit unavailable_backend(const declaration& d) : d_(d), why_(d.why) {}
+  std::string_view name() const override { return d_.name; }
+  std::string_view summary() const override { return d_.summary; }
+  std::string_view noun() const override { return d_.noun; }
+  memory device_memory() const override { return d_.device_memory; }
+  bool automatic_for_host_data() const override { return d_.automatic_for_host_data; }
   int device_count() const override { return 0; }
-  std::string describe_device(int ordinal) const override { return std::string(device_noun_) + " " + std::to_string(ordinal); }
+  std::string_view device_noun() const override { return d_.device_noun; }
+  bool splits_over_devices() const override { return d_.splits_over_devices; }
+  std::span<const int> dlpack_device_types() const override { return d_.dlpack_device_types; }
+  std::string describe_device(int ordinal) const override { return std::string(d_.device_noun) + " " + std::to_string(ordinal); }
   refusal unsupported(const reduce_job&, const device_set&) const override { return {why_}; }
   refusal unsupported_statistics(dtype, const device_set&) const override { return {why_}; }
   refusal unsupported_knn(int, const device_set&) const override { return {why_}; }
@@ -38,11 +49,8 @@ class unavailable_backend final : public backend {
   using backend::statistics;
 
  private:
-  [[noreturn]] void refuse() const { throw unsupported_error(name_, why_); }
-  std::string_view name_, summary_, noun_;
-  memory memory_;
-  bool automatic_;
-  std::string_view device_noun_;
+  [[noreturn]] void refuse() const { throw unsupported_error(d_.name, why_); }
+  declaration d_;
   std::string why_;
 };
 

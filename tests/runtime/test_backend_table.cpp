@@ -163,4 +163,21 @@ TEST_F(BackendTable, ItsMemoryIsItsOwnToRead) {
   }
 }
 
+// What the fronts read (the CLI's --device and --devices, Python's devices=): a device number names a
+// device of the named backend where it numbers its own, else of the first that does and runs host
+// data under "auto"; a set of several, of the first that splits jobs. The same in a build without
+// CUDA, whose stand-in declares what the backend would.
+TEST_F(BackendTable, TheFrontsReadWhoseDevicesANumberNames) {
+  EXPECT_EQ(rt::numbering_devices_for("auto")->name(), "cuda");
+  EXPECT_EQ(rt::numbering_devices_for("cpu")->name(), "cuda");
+  EXPECT_EQ(rt::numbering_devices_for("fake")->name(), "cuda");  // it numbers no devices of its own
+  EXPECT_EQ(rt::numbering_devices_for("opencl")->name(), "opencl");
+  EXPECT_EQ(rt::find_backend("opencl").device_noun(), "OpenCL device");
+  EXPECT_EQ(rt::splitting_devices_for("auto")->name(), "cuda");
+  EXPECT_EQ(rt::splitting_devices_for("opencl")->name(), "cuda");
+  EXPECT_THROW(rt::numbering_devices_for("nope"), std::invalid_argument);
+  EXPECT_TRUE(fake.dlpack_device_types().empty());  // the defaults: nothing declared
+  EXPECT_FALSE(fake.splits_over_devices());
+}
+
 }  // namespace

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <limits>
+#include <span>
 #include <stdexcept>
 #include <type_traits>
 #include <vector>
@@ -90,6 +91,11 @@ class cpu_runtime_backend final : public backend {
   std::string_view summary() const override { return "all CPU cores (OpenMP), NumPy's values"; }
   std::string_view noun() const override { return "the CPU"; }
   int device_count() const override { return 1; }
+  /// Host memory, as DLPack names it: kDLCPU, and kDLCUDAHost (pinned host memory).
+  std::span<const int> dlpack_device_types() const override {
+    static constexpr int host[] = {1, 3};
+    return host;
+  }
   std::string describe_device(int) const override {
     const int threads = cpu::max_threads();
     return std::to_string(threads) + " CPU thread" + (threads == 1 ? "" : "s");

@@ -6,6 +6,7 @@
 // (devices.cuh): the whole-array jobs and the search of host data, and the collection matcher. Every job makes its device current
 // and gives the caller's back when it returns; the jobs themselves are in reduce.cu,
 // statistics.cu, knn.cu and collection.cu.
+#include <span>
 #include <string>
 
 #include <multireduce/match/cuda.cuh>
@@ -34,6 +35,9 @@ void refuse_device_arrays_on_a_set(const execution& exec) {
     throw unsupported_error("cuda", std::string("arrays in GPU memory run on the GPU that holds them; ") + what_splits);
 }
 
+/// DLPack's kDLCUDA and kDLCUDAManaged: the memory the GPU reads in place.
+constexpr int cuda_dlpack_device_types[] = {2, 13};
+
 class cuda_runtime_backend final : public backend {
  public:
   std::string_view name() const override { return "cuda"; }
@@ -41,6 +45,9 @@ class cuda_runtime_backend final : public backend {
   std::string_view noun() const override { return "the GPU"; }
   memory device_memory() const override { return cuda_memory; }
   int device_count() const override { return visible_devices(); }
+  std::string_view device_noun() const override { return "CUDA device"; }
+  bool splits_over_devices() const override { return true; }
+  std::span<const int> dlpack_device_types() const override { return cuda_dlpack_device_types; }
   std::string describe_device(int ordinal) const override {
     return "GPU " + std::to_string(ordinal) + ", " + device_name(ordinal);
   }
