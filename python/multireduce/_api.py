@@ -18,6 +18,7 @@ import numpy as np
 
 from . import _arrays, _backends, _core, _keywords
 from ._arrays import host_operand, operand, order_before, settle
+from ._backends import HOST_BACKEND
 from ._calls import (BACKENDS, INT32_MAX, INT64_MAX, bounded, check_backend, devices_of, flag, integer,
                      result_dtype)
 from ._records import AXIS, FIXED_SEGMENTS, HOST, OFFSETS, WHOLE, WINDOW, Job, Operand, make_record
@@ -111,7 +112,7 @@ def reduce(x, op: str = "sum", axis=None, *, dtype=None, keepdims: bool = False,
         return _reduce_with_keywords(a, op, axis, dtype, keepdims, where, out, backend, stream, devices)
     if axis is None:
         if out is None:
-            if a.memory != HOST and backend != "cpu" and a.framework in _SLABBED and not ordinals:
+            if a.memory != HOST and backend != HOST_BACKEND and a.framework in _SLABBED and not ordinals:
                 return _whole_in_slab(a, op, backend)  # the small call's path: a slot, one core call
             return _reduce(a, _whole(op, a.dtype)[0], (), None, backend, ordinals)
         job = Job(op=op, shape=WHOLE, length=0, segments=0, inner=1, offsets=None, check_offsets=True,
@@ -188,7 +189,7 @@ def _reduce(a: Operand, job: Job, out_shape, out, backend: str, devices=()):
     its backend does not run the job."""
     rdtype = result_dtype(job.op, a.dtype)
     host = a.memory == HOST
-    if host or backend != "cpu":
+    if host or backend != HOST_BACKEND:
         if out is None:
             target = new_array(a.obj, a.framework, a.device, out_shape, rdtype)
             address = address_of(target)
@@ -196,7 +197,7 @@ def _reduce(a: Operand, job: Job, out_shape, out, backend: str, devices=()):
             # (target: out's Operand, which keeps what its address needs alive through the call)
             target, address = check_out(out, a, out_shape, rdtype, (("x", a), ("offsets", job.offsets)))
         try:
-            _core.reduce(a, job, address, "cpu" if host and backend == "auto" else backend, devices)
+            _core.reduce(a, job, address, HOST_BACKEND if host and backend == "auto" else backend, devices)
         except _core.Unsupported:
             if host or backend != "auto" or devices:
                 raise
@@ -219,7 +220,7 @@ def _on_host(a: Operand, job: Job, out_shape, out):
         offsets = host_copy(offsets)
     x = host_copy(a)
     result = np.empty(out_shape, dtype=rdtype)
-    _core.reduce(x, job._replace(offsets=offsets, new_output=True), address_of(result), "cpu")
+    _core.reduce(x, job._replace(offsets=offsets, new_output=True), address_of(result), HOST_BACKEND)
     return deliver_host(result, out, a)
 
 
@@ -342,8 +343,8 @@ def statistics(x, *, axis=None, backend: str = "auto", stream=None, devices=None
                          f"axes use numpy's x.mean(axis=...), x.var(axis=...), x.std(...), x.min(...), or "
                          f"mr.reduce(x, op, axis) for sum, prod, min, max, argmin and argmax")
     if a.memory == HOST:
-        return _statistics_on_host(a, a, "cpu" if backend == "auto" else backend, ordinals)
-    if backend != "cpu":
+        return _statistics_on_host(a, a, HOST_BACKEND if backend == "auto" else backend, ordinals)
+    if backend != HOST_BACKEND:
         fields, nbytes = _statistics_layout(a.dtype)
         if a.framework in _SLABBED and nbytes <= record_slabs.stride:  # a record of a slab: no allocation
             buffer, address = record_slabs.reserve(a)
@@ -358,7 +359,7 @@ def statistics(x, *, axis=None, backend: str = "auto", stream=None, devices=None
         else:
             settle(a)
             return _statistics_views(buffer, fields, a)
-    return _statistics_on_host(host_copy(a), a, "cpu")
+    return _statistics_on_host(host_copy(a), a, HOST_BACKEND)
 
 
 @functools.lru_cache(maxsize=None)

@@ -32,6 +32,10 @@ for _b in TABLE:
         _MEMORY_OF_DLPACK.setdefault(_t, _b.memory)
 del _b, _t
 
+# The backend that computes in host memory (the CPU's): where host copies of device arrays run,
+# and where "auto" runs host data without a device set.
+HOST_BACKEND = next(b.name for b in TABLE if b.memory == HOST)
+
 
 def entry(name: str) -> Optional[Backend]:
     """The table's entry for backend `name` (None for "auto" or an unknown name)."""

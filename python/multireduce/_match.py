@@ -12,6 +12,7 @@ from typing import Any, NamedTuple, Optional, Tuple
 import numpy as np
 
 from . import _core
+from ._backends import HOST_BACKEND
 from ._arrays import framework_of, operand, order_before, settle
 from ._calls import BACKENDS, INT32_MAX, bounded, check_backend, devices_of, flag, integer, real
 from ._records import HOST, Operand
@@ -96,11 +97,11 @@ def knn_hamming(query, train, k: int = 2, *, backend: str = "auto", stream=None,
     if q.memory == HOST:
         dist, idx = _on_host(q, t, k, backend, devices=ordinals)
         return like_input(dist, q), like_input(idx, q)
-    if backend != "cpu":
+    if backend != HOST_BACKEND:
         found = _on_device(q, t, k, backend, ordinals)
         if found is not None:
             return finish(found[0], q), finish(found[1], q)
-    dist, idx = _on_host(host_copy(q), host_copy(t), k, "cpu")
+    dist, idx = _on_host(host_copy(q), host_copy(t), k, HOST_BACKEND)
     return like_input(dist, q), like_input(idx, q)
 
 
@@ -123,7 +124,7 @@ def match(query, train, *, ratio: Optional[float] = None, margin: Optional[int] 
     reverse_needed = cross and nq > 0 and nt > 0  # (an empty set keeps no matches: no reverse search)
 
     lists = None
-    if q.memory != HOST and backend != "cpu":  # the searches on the GPU, their lists read back
+    if q.memory != HOST and backend != HOST_BACKEND:  # the searches on the GPU, their lists read back
         found = _on_device(q, t, k, backend, ordinals)
         if found is not None and reverse_needed:
             nearest = _on_device(t, q, 1, backend, ordinals)
@@ -133,7 +134,7 @@ def match(query, train, *, ratio: Optional[float] = None, margin: Optional[int] 
             reverse = to_numpy(nearest[1]).reshape(-1) if reverse_needed else None
     if lists is None:
         hq, ht = (q, t) if q.memory == HOST else (host_copy(q), host_copy(t))
-        where = backend if q.memory == HOST else "cpu"
+        where = backend if q.memory == HOST else HOST_BACKEND
         reverse = np.empty(nt, np.int32) if reverse_needed else None
         lists = _on_host(hq, ht, k, where, reverse, ordinals if q.memory == HOST else ())
     dist, idx = lists
@@ -252,17 +253,17 @@ def match_all(descriptors, *, pairs=None, sequential: Optional[int] = None, rati
     def run(rows_operand, where):
         return _core.match_all(rows_operand, address_of(offsets), len(images), address_of(pair_rows),
                                pair_rows.shape[0], width, k, r, m, d, cross, 0, where,
-                               ordinals if where != "cpu" else ())
+                               ordinals if where != HOST_BACKEND else ())
 
-    if rows.memory != HOST and backend == "cpu":
-        found = run(host_copy(rows), "cpu")
+    if rows.memory != HOST and backend == HOST_BACKEND:
+        found = run(host_copy(rows), HOST_BACKEND)
     else:
         try:
             found = run(rows, backend)
         except _core.Unsupported:
             if rows.memory == HOST or backend != "auto" or ordinals:
                 raise
-            found = run(host_copy(rows), "cpu")
+            found = run(host_copy(rows), HOST_BACKEND)
     match_offsets = np.frombuffer(found[0], np.int64).copy()
     matches = np.frombuffer(found[1], np.int32).reshape(-1, 3).copy()
     like = images[0]

@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 import multireduce as mr
+from multireduce._backends import HOST_BACKEND
 
 
 def wall_median(fn, runs=7, warmup=1):
@@ -65,10 +66,10 @@ def cpu_main(args):
                 return np.array(kept, np.int32).reshape(-1, 3)
 
             want = opencv()
-            got = mr.match(q, t, ratio=0.8, backend="cpu")
+            got = mr.match(q, t, ratio=0.8, backend=HOST_BACKEND)
             assert np.array_equal(got, want), "matches differ from OpenCV's"
             peer = wall_median(opencv, runs=5)
-            ours = wall_median(lambda: mr.match(q, t, ratio=0.8, backend="cpu"), runs=5)
+            ours = wall_median(lambda: mr.match(q, t, ratio=0.8, backend=HOST_BACKEND), runs=5)
             rows.append(dict(case=f"match, ratio 0.8, {len(q)} x {len(t)} {kind}", peer=f"cv2.BFMatcher {cv2.__version__}",
                              peer_us=peer, multireduce_us=ours, speedup=peer / ours,
                              note=f"{len(got)} matches, {os.cpu_count()} CPU threads"))
@@ -102,11 +103,11 @@ def collection_row(args, cv2, rng):
         return found
 
     want = opencv()
-    got = mr.match_all(descriptors, ratio=0.8, backend="cpu")
+    got = mr.match_all(descriptors, ratio=0.8, backend=HOST_BACKEND)
     for p, rows_p in enumerate(want):
         assert np.array_equal(got.matches[got.offsets[p]:got.offsets[p + 1]], rows_p), "matches differ from OpenCV's"
     peer = wall_median(opencv, runs=3, warmup=0)
-    ours = wall_median(lambda: mr.match_all(descriptors, ratio=0.8, backend="cpu"), runs=3)
+    ours = wall_median(lambda: mr.match_all(descriptors, ratio=0.8, backend=HOST_BACKEND), runs=3)
     pairs = images * (images - 1) // 2
     return dict(case=f"match_all, ratio 0.8, {images} images x {rows} orb256 ({pairs} pairs)",
                 peer=f"cv2.BFMatcher {cv2.__version__} per pair", peer_us=peer, multireduce_us=ours,

@@ -30,6 +30,7 @@ import dask
 import dask.array as da
 
 from ._api import Statistics, reduce as _mr_reduce, statistics as _mr_statistics, window_reduce as _mr_window
+from ._backends import HOST_BACKEND
 from ._calls import INT32_MAX, bounded, integer
 from ._match import MatchAllResult, match_all as _mr_match_all
 
@@ -648,7 +649,7 @@ def match_all(descriptors, *, pairs=None, sequential: Optional[int] = None, rati
     none = np.empty((0, 4), np.uint8)
     pair_rows = np.asarray(_mr_match_all([none] * len(descriptors), pairs=pairs, sequential=sequential, ratio=ratio,
                                          margin=margin, max_distance=max_distance, cross_check=cross_check,
-                                         backend="cpu" if backend == "auto" else backend).pairs)
+                                         backend=HOST_BACKEND if backend == "auto" else backend).pairs)
     images = [x if dask.is_dask_collection(x) else dask.delayed(x, pure=True) for x in descriptors]
     rule = (ratio, margin, max_distance, cross_check)
 
