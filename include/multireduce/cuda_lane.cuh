@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "lane.hpp"
 
@@ -37,6 +38,20 @@ class cuda_lane {
   }
   __device__ __forceinline__ std::uint32_t shfl_idx(std::uint32_t w, int src_lane, int width) {
     return __shfl_sync(full_mask, w, src_lane, width);
+  }
+  /// A 64-bit integer of lane src_lane (shfl_idx) or of lane id ^ lane_mask (shfl_xor), for the
+  /// CUDA-only kernels that move segment bounds and matcher keys: CUDA's own 64-bit shuffles, high
+  /// word first, as those kernels were measured with (lane.hpp's shuffle_idx and shuffle_xor move
+  /// any T word by word, low word first, which the compiler schedules differently).
+  template <class T>
+    requires(std::is_integral_v<T> && sizeof(T) == 8)
+  __device__ __forceinline__ T shfl_idx64(T w, int src_lane, int width) {
+    return __shfl_sync(full_mask, w, src_lane, width);
+  }
+  template <class T>
+    requires(std::is_integral_v<T> && sizeof(T) == 8)
+  __device__ __forceinline__ T shfl_xor64(T w, int lane_mask, int width) {
+    return __shfl_xor_sync(full_mask, w, lane_mask, width);
   }
   __device__ __forceinline__ std::uint64_t ballot(bool p) { return __ballot_sync(full_mask, p); }
   __device__ __forceinline__ void sync() { __syncwarp(full_mask); }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "../../cuda_lane.cuh"
 #include "../match.hpp"
 
 namespace multireduce::cuda {
@@ -48,10 +49,10 @@ struct key_list {
     return key[K - 1] == empty_key ? no_limit : static_cast<std::int32_t>(key[K - 1] >> 32);
   }
   /// Merges the lists of the lanes `mask` apart (xor) into every one of them.
-  __device__ __forceinline__ void merge_lanes(int mask) {
+  __device__ __forceinline__ void merge_lanes(cuda_lane& lane, int mask) {
     std::uint64_t other[K];
 #pragma unroll
-    for (int j = 0; j < K; ++j) other[j] = __shfl_xor_sync(0xffffffffu, key[j], mask);
+    for (int j = 0; j < K; ++j) other[j] = lane.shfl_xor64(key[j], mask, 32);
 #pragma unroll
     for (int j = 0; j < K; ++j) insert(other[j]);
   }
@@ -67,8 +68,8 @@ __device__ __forceinline__ std::uint32_t descriptor_word(const std::uint32_t* ro
 /// query rows r0 and r0 + 8 (lane: t = lane % 4; words t and t + 4 of each chunk), and the two
 /// rows' popcounts summed over the four lanes of the group.
 template <int C>
-__device__ __forceinline__ void load_query_fragments(const std::uint32_t* rows, std::int64_t count, int words,
-                                                     std::int64_t r0, int t, std::uint32_t (&a)[C][4],
+__device__ __forceinline__ void load_query_fragments(cuda_lane& lane, const std::uint32_t* rows, std::int64_t count,
+                                                     int words, std::int64_t r0, int t, std::uint32_t (&a)[C][4],
                                                      std::int32_t (&popc)[2]) {
   int p0 = 0, p1 = 0;
 #pragma unroll
@@ -80,8 +81,14 @@ __device__ __forceinline__ void load_query_fragments(const std::uint32_t* rows, 
     p0 += __popc(a[c][0]) + __popc(a[c][2]);
     p1 += __popc(a[c][1]) + __popc(a[c][3]);
   }
-  p0 += __shfl_xor_sync(0xffffffffu, p0, 1), p1 += __shfl_xor_sync(0xffffffffu, p1, 1);
-  p0 += __shfl_xor_sync(0xffffffffu, p0, 2), p1 += __shfl_xor_sync(0xffffffffu, p1, 2);
+  // The lane's word shuffle, not the typed shuffle_xor: that one's copy through a word array
+  // compiles away, yet it changed the optimizer's choices elsewhere in knn_wgmma_kernel<1, 8, 4>
+  // (another form of locate_block's index), code that the kernel's tuning was measured with.
+  const auto add_from = [&](int x, int lane_mask) {
+    return x + static_cast<int>(lane.shfl_xor(static_cast<std::uint32_t>(x), lane_mask, 32));
+  };
+  p0 = add_from(p0, 1), p1 = add_from(p1, 1);
+  p0 = add_from(p0, 2), p1 = add_from(p1, 2);
   popc[0] = p0, popc[1] = p1;
 }
 

@@ -59,7 +59,7 @@ __global__ void __launch_bounds__(knn_tuning::tensor_block_threads)
   std::int32_t query_popc[Mt][2];
 #pragma unroll
   for (int mt = 0; mt < Mt; ++mt)
-    load_query_fragments<C>(query, queries, words, warp_first + mt * 16 + g, t, a[mt], query_popc[mt]);
+    load_query_fragments<C>(lane, query, queries, words, warp_first + mt * 16 + g, t, a[mt], query_popc[mt]);
   key_list<Kcap> best[Mt][2];
   std::int32_t limit[Mt][2];  // a pair enters row r's list when popc(b) - 2 popc(a AND b) < limit
 #pragma unroll
@@ -134,8 +134,8 @@ __global__ void __launch_bounds__(knn_tuning::tensor_block_threads)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         std::int32_t bound = limit[mt][h];
-        bound = min(bound, __shfl_xor_sync(0xffffffffu, bound, 1));
-        limit[mt][h] = min(bound, __shfl_xor_sync(0xffffffffu, bound, 2));
+        bound = min(bound, shuffle_xor(lane, bound, 1, 32));
+        limit[mt][h] = min(bound, shuffle_xor(lane, bound, 2, 32));
       }
     __syncthreads();  // every warp is done with buffer `buf` before it is refilled
   }
@@ -144,8 +144,8 @@ __global__ void __launch_bounds__(knn_tuning::tensor_block_threads)
   for (int mt = 0; mt < Mt; ++mt)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      best[mt][h].merge_lanes(1);
-      best[mt][h].merge_lanes(2);
+      best[mt][h].merge_lanes(lane, 1);
+      best[mt][h].merge_lanes(lane, 2);
       const std::int64_t q = warp_first + mt * 16 + g + 8 * h;
       if (t == 0 && q < queries) store_list(p.partials, queries, at.slice, q, best[mt][h]);
     }

@@ -223,10 +223,10 @@ struct wgmma_rows {
 
   /// Row lists: the row's two least group keys (the four lanes' merged, alike in the four; their
   /// columns differ, so no key comes twice).
-  __device__ __forceinline__ void row_pair(int h, std::uint32_t& k1, std::uint32_t& k2) const {
+  __device__ __forceinline__ void row_pair(cuda_lane& lane, int h, std::uint32_t& k1, std::uint32_t& k2) const {
     k1 = pair_key[h][0], k2 = pair_key[h][1];
-    merge_two_smallest(k1, k2, __shfl_xor_sync(0xffffffffu, k1, 1), __shfl_xor_sync(0xffffffffu, k2, 1));
-    merge_two_smallest(k1, k2, __shfl_xor_sync(0xffffffffu, k1, 2), __shfl_xor_sync(0xffffffffu, k2, 2));
+    merge_two_smallest(k1, k2, shuffle_xor(lane, k1, 1, 32), shuffle_xor(lane, k2, 1, 32));
+    merge_two_smallest(k1, k2, shuffle_xor(lane, k1, 2, 32), shuffle_xor(lane, k2, 2, 32));
   }
 
   /// Row lists: the limit of row h, the value of its second least group key: a later column must
@@ -249,11 +249,11 @@ struct wgmma_rows {
   }
 
   /// Row lists: the end of the first fill: each row's limit from its four lanes' group keys.
-  __device__ __forceinline__ void end_fill() {
+  __device__ __forceinline__ void end_fill(cuda_lane& lane) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       std::uint32_t k1, k2;
-      row_pair(h, k1, k2);
+      row_pair(lane, h, k1, k2);
       limit_from(h, k2);
     }
   }
@@ -321,13 +321,13 @@ struct wgmma_rows {
   /// row's four lanes reads a quarter of the query row and of each of the group's 16 rows (a load
   /// of the warp touches one row a group of four lanes), and the partial distances are summed over
   /// the four lanes. All the loads are issued before any is used: the warp waits for memory once.
-  __device__ __forceinline__ void end_slice(const std::uint32_t* query, std::int64_t queries, const std::uint32_t* train,
-                                            int words, std::int64_t row0, std::int64_t begin, std::int64_t rows,
-                                            std::int32_t column0, int t) {
+  __device__ __forceinline__ void end_slice(cuda_lane& lane, const std::uint32_t* query, std::int64_t queries,
+                                            const std::uint32_t* train, int words, std::int64_t row0,
+                                            std::int64_t begin, std::int64_t rows, std::int32_t column0, int t) {
     constexpr int quarter = 2 * C, vector = C % 2 == 0 ? 4 : 2;  // a lane's words of a row; its loads
     std::uint32_t k1[2], k2[2], first[2], second[2] = {0xffffffffu, 0xffffffffu};
 #pragma unroll
-    for (int h = 0; h < 2; ++h) row_pair(h, k1[h], k2[h]), first[h] = k1[h] & slice_place_mask;
+    for (int h = 0; h < 2; ++h) row_pair(lane, h, k1[h], k2[h]), first[h] = k1[h] & slice_place_mask;
     const bool vectors = words % vector == 0 &&
                          (reinterpret_cast<std::uintptr_t>(train) | reinterpret_cast<std::uintptr_t>(query)) % (4 * vector) == 0;
     const int w0 = quarter * t;
@@ -341,13 +341,20 @@ struct wgmma_rows {
       else group_distances<false>(query_row, train + begin * words, first[h], rows, words, w0, part_distance);
       // Summed over the four lanes: lane t ends with columns j = 8 (t & 1) + 4 (t >> 1) + i.
       int half_sum[8], sum[4];
+      // (The halves sent are values, not a reference into the arrays: shuffle_xor takes a
+      // reference, and one chosen at run time puts the whole array in local memory.)
 #pragma unroll
-      for (int i = 0; i < 8; ++i)
-        half_sum[i] = (odd ? part_distance[8 + i] : part_distance[i]) +
-                      __shfl_xor_sync(0xffffffffu, odd ? part_distance[i] : part_distance[8 + i], 1);
+      for (int i = 0; i < 8; ++i) {
+        const int kept = odd ? part_distance[8 + i] : part_distance[i];
+        const int sent = odd ? part_distance[i] : part_distance[8 + i];
+        half_sum[i] = kept + shuffle_xor(lane, sent, 1, 32);
+      }
 #pragma unroll
-      for (int i = 0; i < 4; ++i)
-        sum[i] = (upper ? half_sum[4 + i] : half_sum[i]) + __shfl_xor_sync(0xffffffffu, upper ? half_sum[i] : half_sum[4 + i], 2);
+      for (int i = 0; i < 4; ++i) {
+        const int kept = upper ? half_sum[4 + i] : half_sum[i];
+        const int sent = upper ? half_sum[i] : half_sum[4 + i];
+        sum[i] = kept + shuffle_xor(lane, sent, 2, 32);
+      }
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const std::uint32_t column = group_column(first[h], 8 * (t & 1) + 4 * (t >> 1) + i);
@@ -357,8 +364,8 @@ struct wgmma_rows {
     }
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      second[h] = min(second[h], __shfl_xor_sync(0xffffffffu, second[h], 1));
-      second[h] = min(second[h], __shfl_xor_sync(0xffffffffu, second[h], 2));
+      second[h] = min(second[h], shuffle_xor(lane, second[h], 1, 32));
+      second[h] = min(second[h], shuffle_xor(lane, second[h], 2, 32));
       const std::uint32_t k = min(k2[h], second[h]);
       near_value[h][0] = min(k1[h] >> slice_value_shift, row_empty), near_value[h][1] = min(k >> slice_value_shift, row_empty);
       near_index[h][0] = column0 + std::int32_t(first[h]), near_index[h][1] = column0 + std::int32_t(k & slice_place_mask);
@@ -371,8 +378,9 @@ struct wgmma_rows {
   /// limit (rare once the lists are full) does the warp go on to the lists and the new limits.
   /// `spill`: this thread's 16 words of shared memory, 4 x 16 bytes `stride` uint4 apart (per-lane
   /// lists only).
-  __device__ __forceinline__ void search_tile(const std::uint32_t (&d)[64], const std::uint32_t (&pb)[16],
-                                              std::int32_t column0, int part, int t, uint4* spill, int stride) {
+  __device__ __forceinline__ void search_tile(cuda_lane& lane, const std::uint32_t (&d)[64],
+                                              const std::uint32_t (&pb)[16], std::int32_t column0, int part, int t,
+                                              uint4* spill, int stride) {
     std::uint32_t e[2][16];
     make_keys(d, pb, e);
     // Per-lane lists (1024 bits), k = 2: a list that is not full yet (the slice's first tile) would
@@ -390,8 +398,8 @@ struct wgmma_rows {
             m1 = __vminu2(m1, e[h][j]);
           }
           std::uint32_t s1 = min(m1 & 0xffffu, m1 >> 16), s2 = min(max(m1 & 0xffffu, m1 >> 16), min(m2 & 0xffffu, m2 >> 16));
-          merge_two_smallest(s1, s2, __shfl_xor_sync(0xffffffffu, s1, 1), __shfl_xor_sync(0xffffffffu, s2, 1));
-          merge_two_smallest(s1, s2, __shfl_xor_sync(0xffffffffu, s1, 2), __shfl_xor_sync(0xffffffffu, s2, 2));
+          merge_two_smallest(s1, s2, shuffle_xor(lane, s1, 1, 32), shuffle_xor(lane, s2, 1, 32));
+          merge_two_smallest(s1, s2, shuffle_xor(lane, s1, 2, 32), shuffle_xor(lane, s2, 2, 32));
           limit[h] = min(limit[h], min(s2 + 1u, wgmma_open));
         }
       }
@@ -416,24 +424,24 @@ struct wgmma_rows {
         take_groups(0, least[0], place);
         take_groups(1, least[1], place);
         std::uint32_t j1, j2;
-        row_pair(0, k1, k2);
-        row_pair(1, j1, j2);
+        row_pair(lane, 0, k1, k2);
+        row_pair(lane, 1, j1, j2);
         limit_from(0, k2);
         limit_from(1, j2);
       } else if (first) {
         take_groups(0, least[0], place);
-        row_pair(0, k1, k2);
+        row_pair(lane, 0, k1, k2);
         limit_from(0, k2);
       } else {
         take_groups(1, least[1], place);
-        row_pair(1, k1, k2);
+        row_pair(lane, 1, k1, k2);
         limit_from(1, k2);
       }
     } else {
 #pragma unroll
       for (int h = 0; h < 2; ++h)
         if (hit[h]) insert_below(e[h], h, limits[h], column0 + 2 * t, spill, stride);
-      share_limits();
+      share_limits(lane);
     }
   }
 
@@ -467,19 +475,19 @@ struct wgmma_rows {
   /// together. k <= 2: merged exactly from the lanes' two best, the same in the four lanes (so are
   /// their limits before: the shared one, or the first tile's, less their own lists' thresholds,
   /// which the union's is below); else the smallest of the four lanes' limits.
-  __device__ __forceinline__ void share_limits() {
+  __device__ __forceinline__ void share_limits(cuda_lane& lane) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       if constexpr (Kcap == 2) {
         // The keys' high words: the distances, and 0xffffffff (above them all) for an empty entry.
         std::uint32_t a0 = static_cast<std::uint32_t>(best[h].key[0] >> 32), a1 = static_cast<std::uint32_t>(best[h].key[1] >> 32);
-        merge_two_smallest(a0, a1, __shfl_xor_sync(0xffffffffu, a0, 1), __shfl_xor_sync(0xffffffffu, a1, 1));
-        merge_two_smallest(a0, a1, __shfl_xor_sync(0xffffffffu, a0, 2), __shfl_xor_sync(0xffffffffu, a1, 2));
+        merge_two_smallest(a0, a1, shuffle_xor(lane, a0, 1, 32), shuffle_xor(lane, a1, 1, 32));
+        merge_two_smallest(a0, a1, shuffle_xor(lane, a0, 2, 32), shuffle_xor(lane, a1, 2, 32));
         if (a1 != 0xffffffffu) limit[h] = min(limit[h], limit_of(h, std::int32_t(a1)));
       } else {
         std::uint32_t bound = limit[h];
-        bound = min(bound, __shfl_xor_sync(0xffffffffu, bound, 1));
-        limit[h] = min(bound, __shfl_xor_sync(0xffffffffu, bound, 2));
+        bound = min(bound, shuffle_xor(lane, bound, 1, 32));
+        limit[h] = min(bound, shuffle_xor(lane, bound, 2, 32));
       }
     }
   }
@@ -515,8 +523,8 @@ inline std::int64_t wgmma_tiles_bound(std::int64_t trains, std::int64_t slices) 
 /// One tile of the tiling kernel: rows [first, first + 256) of `train` that are below `end` (the
 /// rest zeros with the padding popcount), a thread a row, at `to`.
 template <int C>
-__device__ __forceinline__ void tile_rows(const std::uint32_t* train, std::int64_t first, std::int64_t end, int words,
-                                          std::uint8_t* to) {
+__device__ __forceinline__ void tile_rows(cuda_lane& lane, const std::uint32_t* train, std::int64_t first,
+                                          std::int64_t end, int words, std::uint8_t* to) {
   constexpr int chunk_bytes = knn_tuning::wgmma_train_tile * 32;
   const int r = static_cast<int>(threadIdx.x);
   const bool in = first + r < end;
@@ -542,7 +550,7 @@ __device__ __forceinline__ void tile_rows(const std::uint32_t* train, std::int64
   constexpr int shift = wgmma_key_shift(C);
   const std::uint32_t key = in ? ((std::uint32_t(ones) + wgmma_bias(C)) << shift) | (shift != 0 ? std::uint32_t((r & 127) >> 3) : 0u)
                                : wgmma_padding;
-  const std::uint32_t next = __shfl_down_sync(0xffffffffu, key, 1);  // row r + 1
+  const std::uint32_t next = shuffle_down(lane, key, 1, 32);  // row r + 1
   if ((r & 1) == 0) {
     const int pair = r >> 1;
     reinterpret_cast<std::uint32_t*>(to + C * chunk_bytes)[(pair >> 6) * 64 + (pair & 3) * 16 + ((pair & 63) >> 2)] =
@@ -560,13 +568,14 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_train_tile)
   constexpr int tile = knn_tuning::wgmma_train_tile;
   allow_next_grid();  // the search's blocks start meanwhile, and wait for this grid's end to read
   if (static_cast<int>(blockIdx.z) >= launch.count) return;
+  cuda_lane lane;
   const knn_problem& p = launch.problem[blockIdx.z];
   for (int slice = static_cast<int>(blockIdx.y); slice < p.slices; slice += static_cast<int>(gridDim.y)) {
     std::int64_t begin, end;
     slice_rows(p, slice, begin, end);
     const std::int64_t first = begin + std::int64_t(blockIdx.x) * tile;
     if (first < end)  // the same in the block
-      tile_rows<C>(p.train, first, end, words,
+      tile_rows<C>(lane, p.train, first, end, words,
                    p.tiles + (wgmma_first_tile(p, slice, begin) + blockIdx.x) * wgmma_tile_bytes(C));
   }
 }
@@ -604,7 +613,7 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads(Warpgroups), k
   std::uint32_t a[C][4];
   wgmma_rows<C, Kcap> mine;
   {
-    load_query_fragments<C>(p.query, p.queries, words, row0, t, a, mine.query_popc);
+    load_query_fragments<C>(lane, p.query, p.queries, words, row0, t, a, mine.query_popc);
 #pragma unroll
     for (int h = 0; h < 2; ++h) mine.clear(h);
   }
@@ -673,8 +682,8 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads(Warpgroups), k
   auto search = [&](std::uint32_t (&d)[64], std::uint32_t column0, int buf, int part, int slice_part) {
     std::uint32_t pb[16];
     part_operands(d, buf, part, pb);
-    mine.search_tile(d, pb, static_cast<std::int32_t>(column0 + part * 128), slice_part, t, &spill[0][threadIdx.x],
-                     threads);
+    mine.search_tile(lane, d, pb, static_cast<std::int32_t>(column0 + part * 128), slice_part, t,
+                     &spill[0][threadIdx.x], threads);
   };
   auto fill = [&](std::uint32_t (&d)[64], int buf, int part, int slice_part) {
     std::uint32_t pb[16];
@@ -709,7 +718,7 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads(Warpgroups), k
       if constexpr (first_fill) {
         if (slice_part < fill_parts) {
           fill(d, buf, part, slice_part);
-          if (++slice_part == fill_parts) mine.end_fill();
+          if (++slice_part == fill_parts) mine.end_fill(lane);
           continue;
         }
       }
@@ -731,10 +740,11 @@ __global__ void __launch_bounds__(knn_tuning::wgmma_block_threads(Warpgroups), k
     ++next_tile;
     if (++buf == stages) buf = 0, parity ^= 1u;
   }
-  if constexpr (first_fill) mine.end_slice(p.query, p.queries, p.train, words, row0, begin, end - begin, slice_column0, t);
+  if constexpr (first_fill)
+    mine.end_slice(lane, p.query, p.queries, p.train, words, row0, begin, end - begin, slice_column0, t);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    if constexpr (!wgmma_rows<C, Kcap>::row_lists) mine.best[h].merge_lanes(1), mine.best[h].merge_lanes(2);
+    if constexpr (!wgmma_rows<C, Kcap>::row_lists) mine.best[h].merge_lanes(lane, 1), mine.best[h].merge_lanes(lane, 2);
     const std::int64_t q = row0 + 8 * h;
     if (t == 0 && q < p.queries) store_list(p.partials, p.queries, at.slice, q, mine.list(h));
   }

@@ -39,8 +39,8 @@ __global__ void __launch_bounds__(segmented_reduce_tuning::queue_threads)
     const bool unqueued = s < segments && is_long_segment(begin, end) && !try_queue(q, s, begin, end);
     for (unsigned left = __ballot_sync(0xffffffffu, unqueued); left != 0; left &= left - 1) {
       const int from = __ffs(left) - 1;
-      warp_fold_segment(lane, in, out, __shfl_sync(0xffffffffu, s, from), __shfl_sync(0xffffffffu, begin, from),
-                        __shfl_sync(0xffffffffu, end, from), op, init);
+      warp_fold_segment(lane, in, out, lane.shfl_idx64(s, from, 32), lane.shfl_idx64(begin, from, 32),
+                        lane.shfl_idx64(end, from, 32), op, init);
     }
   }
   complete_after_previous_grid();  // after the zeroing kernel, if any: the long-segment kernel reads a whole queue
@@ -138,7 +138,7 @@ __global__ void __launch_bounds__(BlockThreads)
   auto fold_if_completed = [&] {
     const long_segment& left = walk.left;
     const std::int64_t count = pieces_of(left);
-    if (left.segment < 0 || __shfl_sync(0xffffffffu, seen, 0) != count) return;
+    if (left.segment < 0 || lane.shfl_idx(seen, 0, 32) != count) return;
     acquire_fence();  // every piece of the segment is visible
     const auto r = group_fold<32, coherent_ptr<Acc>, Acc>(lane, coherent_ptr<Acc>{pieces}, left.first_piece,
                                                            left.first_piece + count, op);

@@ -116,7 +116,7 @@ __device__ __forceinline__ void fold_or_queue(cuda_lane& lane, It in, Out out, s
                                               std::int64_t end, const Op& op, const Acc& init, const queue_ref& q) {
   int queued_here = 0;
   if (lane.id() == 0 && is_long_segment(begin, end)) queued_here = try_queue(q, s, begin, end);
-  if (__shfl_sync(0xffffffffu, queued_here, 0) == 0) warp_fold_segment(lane, in, out, s, begin, end, op, init);
+  if (shuffle_idx(lane, queued_here, 0, 32) == 0) warp_fold_segment(lane, in, out, s, begin, end, op, init);
 }
 
 }  // namespace multireduce::cuda::detail

@@ -136,8 +136,8 @@ __global__ void __launch_bounds__(segment_group_tuning::block_threads)
     if constexpr (G < 32) {
       for (unsigned left = __ballot_sync(0xffffffffu, by_warp && leader); left != 0; left &= left - 1) {
         const int from = __ffs(left) - 1;
-        warp_fold_segment(lane, in, out, __shfl_sync(0xffffffffu, s, from), __shfl_sync(0xffffffffu, begin, from),
-                          __shfl_sync(0xffffffffu, end, from), op, init);
+        warp_fold_segment(lane, in, out, lane.shfl_idx64(s, from, 32), lane.shfl_idx64(begin, from, 32),
+                          lane.shfl_idx64(end, from, 32), op, init);
       }
     }
   }
