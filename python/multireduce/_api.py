@@ -157,12 +157,12 @@ def _reduce_with_keywords(a: Operand, op: str, axis, dtype, keepdims, where, out
         for first, last in p.runs:
             if first != last:  # adjacent axes: one axis of a view that merges them (x is C-contiguous)
                 shape = tuple(r.shape)
-                r = _keywords.reshape(r, shape[:first] + (math.prod(shape[first:last + 1]),) + shape[last + 1:])
+                r = r.reshape(shape[:first] + (math.prod(shape[first:last + 1]),) + shape[last + 1:])
             r = reduce(r, op, first, **calls)
     if p.convert_result is not None and p.convert_result != result_dtype(op, reduced_dtype):
         r = _keywords.astype(r, p.convert_result)
     if keep:
-        r = _keywords.reshape(r, p.kept_shape)
+        r = r.reshape(p.kept_shape)
     if out is not None:
         _keywords.copy_into(out, r)
         return out

@@ -188,7 +188,7 @@ _NUMPY_NAMES = {}  # numpy.dtype -> its name, for the native dtypes multireduce 
 _TORCH_NAMES = {}  # torch.dtype -> its name, likewise
 
 
-def _check_numpy_like(a, name: str, module: str) -> str:
+def _check_numpy_like(a, name: str) -> str:
     """The dtype name of a NumPy or CuPy array; TypeError for a foreign byte order or a dtype
     multireduce does not take."""
     dtype = _NUMPY_NAMES.get(a.dtype)  # (dtype.name is slow to make: a few us)
@@ -303,7 +303,7 @@ def import_general(x, name: str, stream) -> Operand:
 
 
 def _from_numpy(a: np.ndarray, name: str, obj, stream: int) -> Operand:
-    dtype = _check_numpy_like(a, name, "numpy")
+    dtype = _check_numpy_like(a, name)
     if not _layout_is_c(a):
         a = obj = np.ascontiguousarray(a)
     return Operand(framework="numpy", obj=obj, address=numpy_address(a), dtype=dtype,
@@ -344,7 +344,7 @@ def _from_cupy(x, name: str, stream) -> Optional[Operand]:
     handle = _cupy_current_stream(device) if stream is None else _current_stream_or_none(stream, x, "cupy", device)
     if handle is None:
         return None
-    dtype = _check_numpy_like(x, name, "cupy")
+    dtype = _check_numpy_like(x, name)
     memory = _in_cuda_memory(name)
     if not _layout_is_c(x):
         x = contiguous_copy(x, "cupy", name)  # (on CuPy's current stream, the one the work goes on)

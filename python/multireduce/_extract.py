@@ -107,11 +107,6 @@ def extract(images, features: Optional[Union[str, os.PathLike]] = None, *, descr
         raise ValueError(f"descriptor must be 'orb' or 'brisk', not {descriptor!r}")
     limit = bounded(max_features, "max_features", 1, 1 << 20)
     paths = image_files(images)
-    for p in paths:
-        name = os.path.basename(p)
-        if os.path.splitext(name)[0].endswith(".xy") or name.endswith(".xy"):
-            raise ValueError(f"{p}: a name ending in .xy would read as another image's keypoints in the features "
-                             f"folder: rename the image")
     if features is not None:
         _check_features_folder(os.fspath(features), paths)
     cv2 = _cv2()

@@ -184,10 +184,6 @@ def check_mask_shape(mask_shape, shape) -> None:
         raise ValueError(f"where= of shape {tuple(mask_shape)} does not broadcast to x's shape {tuple(shape)}")
 
 
-def reshape(obj, shape: Tuple[int, ...]):
-    return obj.reshape(shape)
-
-
 def copy_into(out, result) -> None:
     """Writes result into out= (same framework, shape and dtype: checked before)."""
     if framework_of(out) == "torch":

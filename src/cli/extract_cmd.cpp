@@ -78,12 +78,6 @@ int extract_body(const extract_options& o) {
   if (!kind) throw command_error(fmt::format("--descriptor {}: not orb or brisk", o.descriptor));
   if (!features::available()) throw command_error(features::library_description());
   const std::vector<fs::path> images = list_image_files(o.images);
-  for (const fs::path& image : images) {
-    const std::string name = image.filename().string();
-    if (name.ends_with(".xy") || fs::path(name).stem().string().ends_with(".xy"))
-      throw command_error(fmt::format("{}: a name ending in .xy would read as another image's keypoints in the "
-                                      "features folder: rename the image", image.string()));
-  }
   prepare_features_folder(o.features, images);
 
   const features::extraction_options options{*kind, o.max_features};
